@@ -1,0 +1,45 @@
+// Attention flow (SEMANTICS.md): the max-flow from node (layer, row) to node (0, j) of the layered
+// graph whose edge (l, i) -> (l-1, j) has capacity A[l][i][j] (A = residual-mixed layers).
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <vector>
+
+#include "attnflow/matrix.hpp"
+
+namespace attnflow {
+
+/// Called between max-flow problems with (problems done, problems in total); returning false
+/// stops the computation, which then throws Cancelled.
+using Progress = std::function<bool(std::size_t done, std::size_t total)>;
+
+/// Un-normalised ("raw") flow from (layer, r) to every input token, for each r in rows.
+/// layer is 1-based (1..A.size()), rows are 0-based. Returns rows.size() x n. Exact: values agree
+/// with a plain max-flow to ~1e-12. Throws InputError on a layer or row out of range.
+Matrix attentionFlow(const LayerStack& A, int layer, const std::vector<int>& rows,
+                     const Progress& progress = {});
+
+/// The same numbers by one plain Dinic max-flow per (row, token) pair on the full layered graph.
+/// Slow; kept as the reference the fast path is tested against.
+Matrix attentionFlowReference(const LayerStack& A, int layer, const std::vector<int>& rows,
+                              const Progress& progress = {});
+
+/// One edge of the layered graph: from (layer, from) to (layer - 1, to).
+struct LayerEdge {
+  int layer;  // 1-based
+  int from;
+  int to;
+  double capacity;
+};
+
+/// A minimum cut separating (layer, row) from (0, token): the saturated edges whose total
+/// capacity equals the flow value. Lets a user see where the bottleneck of a score sits.
+struct FlowBottleneck {
+  double value;
+  std::vector<LayerEdge> cut;
+};
+
+FlowBottleneck flowBottleneck(const LayerStack& A, int layer, int row, int token);
+
+}  // namespace attnflow

@@ -1,0 +1,155 @@
+// attnflow: attention rollout and exact attention flow (Abnar & Zuidema, ACL 2020) in WebAssembly.
+//
+// Conventions everywhere: layers shown to users are 1-based (layer L is the last block); heads,
+// rows (target / attending tokens) and token indices are 0-based. Score arrays are float64.
+
+/** The three methods of the paper. `raw` is fused attention (no residual), row-normalised. */
+export type Method = 'raw' | 'rollout' | 'flow';
+
+/** How the heads of a layer are combined (then rows are re-normalised to sum 1). */
+export type Fusion = 'mean' | 'max' | 'min';
+
+/** Stable codes carried by every error this package throws. */
+export type ErrorCode =
+  | 'E_FORMAT'     // the bytes are not a file format attnflow reads (or are truncated)
+  | 'E_INPUT'      // the data is malformed: ragged, NaN/Inf, negative, wrong depth, token count...
+  | 'E_OPTION'     // an option is invalid (alpha out of [0,1], head or row out of range...)
+  | 'E_TOO_LARGE'  // the input exceeds what a wasm32 module can hold
+  | 'E_CANCELLED'; // the computation was cancelled
+
+export class AttnflowError extends Error {
+  readonly code: ErrorCode;
+  constructor(code: ErrorCode, message: string);
+}
+
+/** Attention weights parsed and validated by `loadAttention`. */
+export interface AttentionData {
+  /** n token strings (untrusted text: never insert them as HTML). */
+  readonly tokens: string[];
+  readonly numLayers: number;
+  /** Heads per layer; 0 when the file holds pre-fused [L][n][n] matrices. */
+  readonly numHeads: number;
+  readonly numTokens: number;
+  /** True for pre-fused input (head options then do not apply). */
+  readonly fused: boolean;
+  /** The format that was read: 'json', 'hf-json', 'fused-json', 'npy', 'npz', 'safetensors'. */
+  readonly format: string;
+  /** The file's optional "meta" object, as read. */
+  readonly meta?: Record<string, unknown>;
+  /** Non-fatal findings, e.g. rows far from summing to 1. */
+  readonly warnings: string[];
+  /**
+   * Layer `l` (0-based) as one flat array: numHeads*n*n values, head-major then row-major
+   * (W[h][i][j] at (h*n + i)*n + j), or n*n when `fused`. May be computed on demand (binary
+   * formats stay in their compact form until asked); throws AttnflowError E_INPUT naming layer,
+   * head and row for NaN/Inf/negative values.
+   */
+  layer(l: number): Float64Array | Float32Array;
+}
+
+export interface LoadOptions {
+  /** File name, used as a hint for the format (e.g. "x.npy", "x.json.gz"). */
+  name?: string;
+  /** Batch item to take from a Hugging Face layout [L][B][H][n][n] (default 0). */
+  batch?: number;
+  /** Token strings, for formats that carry none (.npy). Default: "0", "1", ... */
+  tokens?: string[];
+}
+
+/**
+ * Reads attention data: canonical JSON {tokens, attentions: [L][H][n][n], meta?}, the Hugging
+ * Face layout [L][B][H][n][n], pre-fused [L][n][n], gzip-compressed JSON, .npy (float16/32/64,
+ * shape [L,H,n,n] or [L,n,n]), .npz (arrays "attentions" and optional "tokens") and safetensors
+ * (tensor "attentions", tokens in the header's __metadata__.tokens as a JSON string).
+ * A parsed JSON object may be passed directly.
+ */
+export function loadAttention(
+  input: string | ArrayBuffer | Uint8Array | Blob | object,
+  options?: LoadOptions,
+): Promise<AttentionData>;
+
+/** Loads and compiles the WebAssembly module once; later calls return the same promise. */
+export function init(): Promise<void>;
+
+export interface FusionOptions {
+  /** Default 'mean'. */
+  fusion?: Fusion;
+  /** 0-based heads to fuse; null or omitted = all heads. */
+  heads?: number[] | null;
+}
+
+export interface ComputeOptions extends FusionOptions {
+  /** Residual weight in [0, 1]: A = rownorm(alpha*F + (1-alpha)*I). Default 0.5. Ignored by raw. */
+  alpha?: number;
+  /** 1-based layers to report: 'last' (default), 'all', or a list. */
+  layers?: 'last' | 'all' | number[];
+  /** 0-based target rows: 'all' (default) or a list. */
+  rows?: 'all' | number[];
+  /** Flow only: divide each row by its sum (default true); false gives raw max-flow values. */
+  normalize?: boolean;
+  /** Flow only: called between max-flow problems; return false to cancel (E_CANCELLED). */
+  onProgress?: (done: number, total: number) => boolean | void;
+}
+
+/** The options a result was computed with, all defaults filled in. */
+export interface ResolvedOptions {
+  fusion: Fusion;
+  heads: number[] | null;
+  alpha: number;
+  layers: number[];
+  rows: number[];
+  normalize: boolean;
+}
+
+/** Scores that carry their own description. */
+export interface Result {
+  readonly method: Method;
+  readonly tokens: string[];
+  /** 1-based layers, in the order of `scores`. */
+  readonly layers: number[];
+  /** 0-based target rows, in the order of `scores`. */
+  readonly rows: number[];
+  readonly numTokens: number;
+  readonly options: ResolvedOptions;
+  /** Flat [layers.length][rows.length][numTokens]. */
+  readonly scores: Float64Array;
+  /** The numTokens scores of target `row` at 1-based `layer` (both must be in the result). */
+  scoresFor(layer: number, row: number): Float64Array;
+  /** {method, tokens, layers, rows, options, scores: number[][][]}: the CLI's output. */
+  toJSON(): {
+    method: Method; tokens: string[]; layers: number[]; rows: number[];
+    options: ResolvedOptions; scores: number[][][];
+  };
+}
+
+/** A saturated edge of a minimum cut: from (layer, from) to (layer - 1, to). */
+export interface CutEdge { layer: number; from: number; to: number; capacity: number }
+
+/** Where the flow from (layer, row) to input token `token` is decided. */
+export interface Bottleneck {
+  /** The raw max-flow value (= total capacity of `cut`). */
+  value: number;
+  cut: CutEdge[];
+  /** 'sink' when the cut is the sink token's own in-edges (the score ignores the layers above),
+   *  'source' when it is the target's out-edges, else 'inner'. */
+  kind: 'sink' | 'source' | 'inner';
+}
+
+/**
+ * Heads fused once inside the WebAssembly module; compute any method many times, with any
+ * alpha, layers and rows, without re-reading the data. Call dispose() when done.
+ */
+export class FusedAttention {
+  static create(data: AttentionData, options?: FusionOptions): Promise<FusedAttention>;
+  readonly tokens: string[];
+  readonly numLayers: number;
+  readonly numTokens: number;
+  compute(method: Method, options?: ComputeOptions): Result;
+  bottleneck(layer: number, row: number, token: number, options?: { alpha?: number }): Bottleneck;
+  /** The residual-mixed matrix A[layer] (1-based) as flat n*n, for drawing the flow graph. */
+  mixedLayer(layer: number, options?: { alpha?: number }): Float64Array;
+  dispose(): void;
+}
+
+/** One-shot: fuse, compute, dispose. */
+export function compute(data: AttentionData, method: Method, options?: ComputeOptions): Promise<Result>;
