@@ -1,0 +1,242 @@
+// The one embind file: exposes the attnflow core to JS with flat float64 buffers and explicit
+// shapes. It owns no maths. Errors follow TOOLCHAIN.md's pattern D: every entry point catches
+// C++ exceptions, records them in `g_pendingError` and returns normally; web/engine.mjs checks
+// the flag after each call and throws an AttnflowError. Nothing is ever thrown across the
+// wasm/JS boundary, so no stack or argument memory leaks per error.
+#include <emscripten/bind.h>
+#include <emscripten/emscripten.h>
+#include <emscripten/val.h>
+
+#include <cstdint>
+#include <new>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "attnflow/attention_flow.hpp"
+#include "attnflow/errors.hpp"
+#include "attnflow/fusion.hpp"
+#include "attnflow/rollout.hpp"
+
+using emscripten::val;
+
+namespace {
+
+struct PendingError {
+  int flag = 0;
+  std::string code;  // AttnflowError code, or "" for an internal error
+  std::string message;
+} g_pendingError;
+
+template <typename F>
+auto guarded(F&& body) -> decltype(body()) {
+  using R = decltype(body());
+  try {
+    return body();
+  } catch (const attnflow::Cancelled& e) {
+    g_pendingError = {1, "E_CANCELLED", e.what()};
+  } catch (const attnflow::InputError& e) {
+    g_pendingError = {1, "E_INPUT", e.what()};
+  } catch (const std::bad_alloc&) {
+    g_pendingError = {1, "E_TOO_LARGE",
+                      "out of memory in the WebAssembly module (wasm32 holds at most 4 GB): "
+                      "pre-fuse the heads or use fewer tokens"};
+  } catch (const std::exception& e) {
+    g_pendingError = {1, "", e.what()};
+  }
+  if constexpr (std::is_same_v<R, val>) {
+    return val::undefined();
+  } else if constexpr (!std::is_void_v<R>) {
+    return R{};
+  }
+}
+
+val takePendingError() {
+  g_pendingError.flag = 0;
+  val error = val::object();
+  error.set("code", g_pendingError.code);
+  error.set("message", g_pendingError.message);
+  return error;
+}
+
+template <typename T>
+const T* fromAddress(std::uintptr_t address) {
+  return reinterpret_cast<const T*>(address);
+}
+
+std::vector<int> intList(std::uintptr_t address, int count) {
+  const int* first = fromAddress<int>(address);
+  return std::vector<int>(first, first + count);
+}
+
+void copyOut(const attnflow::Matrix& m, std::uintptr_t out) {
+  double* target = reinterpret_cast<double*>(out);
+  for (Eigen::Index i = 0; i < m.rows(); ++i) {
+    for (Eigen::Index j = 0; j < m.cols(); ++j) target[i * m.cols() + j] = m(i, j);
+  }
+}
+
+/// The fused layers of one input, with the residual-mixed stack and the full rollout cached for
+/// the last alpha used: a page that switches methods, rows and layers recomputes nothing.
+class Session {
+ public:
+  explicit Session(int numTokens) : numTokens_(numTokens) {}
+
+  int numTokens() const { return numTokens_; }
+  int numLayers() const { return static_cast<int>(fused_.size()); }
+
+  /// Appends the next layer from numHeads x n x n head-major weights.
+  void addHeads(std::uintptr_t heads, int numHeads, int fusion, std::uintptr_t selected,
+                int numSelected) {
+    guarded([&] {
+      fused_.push_back(attnflow::fuseHeads(fromAddress<double>(heads), numHeads, numTokens_,
+                                           static_cast<attnflow::Fusion>(fusion),
+                                           intList(selected, numSelected), numLayers() + 1));
+      invalidate();
+    });
+  }
+
+  /// Appends the next layer from an already fused n x n matrix.
+  void addFused(std::uintptr_t matrix) {
+    guarded([&] {
+      fused_.push_back(attnflow::takeFusedLayer(fromAddress<double>(matrix), numTokens_,
+                                                numLayers() + 1));
+      invalidate();
+    });
+  }
+
+  void raw(int layer, std::uintptr_t rows, int numRows, std::uintptr_t out) {
+    guarded([&] {
+      const attnflow::Matrix& f = fused_.at(static_cast<std::size_t>(layer - 1));
+      const std::vector<int> rowList = intList(rows, numRows);
+      attnflow::Matrix picked(numRows, numTokens_);
+      for (int r = 0; r < numRows; ++r) picked.row(r) = f.row(rowList[static_cast<std::size_t>(r)]);
+      copyOut(picked, out);
+    });
+  }
+
+  void rollout(double alpha, int layer, std::uintptr_t rows, int numRows, std::uintptr_t out) {
+    guarded([&] {
+      const std::vector<int> rowList = intList(rows, numRows);
+      // Few rows: O(layer n^2) vector-matrix products. Many rows: one O(L n^3) pass, cached, as
+      // the rows of every layer are then usually wanted (the heatmap, 'all' rows).
+      if (!rolloutAll_ && static_cast<long long>(numRows) * 8 < numTokens_) {
+        copyOut(attnflow::rolloutRows(mixed(alpha), layer, rowList), out);
+        return;
+      }
+      if (!rolloutAll_ || rolloutAlpha_ != alpha) {
+        rolloutAll_ = attnflow::rolloutAll(mixed(alpha));
+        rolloutAlpha_ = alpha;
+      }
+      const attnflow::Matrix& r = rolloutAll_->at(static_cast<std::size_t>(layer - 1));
+      attnflow::Matrix picked(numRows, numTokens_);
+      for (int i = 0; i < numRows; ++i) picked.row(i) = r.row(rowList[static_cast<std::size_t>(i)]);
+      copyOut(picked, out);
+    });
+  }
+
+  /// Flow for each of `numLayers` layers (1-based list) and the same rows, written layer after
+  /// layer. `onProgress(done, total)` is called at most every 50 ms; returning false cancels.
+  void flow(double alpha, std::uintptr_t layers, int numLayers, std::uintptr_t rows, int numRows,
+            bool normalize, val onProgress, std::uintptr_t out) {
+    guarded([&] {
+      const attnflow::LayerStack& a = mixed(alpha);
+      const std::vector<int> layerList = intList(layers, numLayers);
+      const std::vector<int> rowList = intList(rows, numRows);
+      const std::size_t perLayer = static_cast<std::size_t>(numRows) * static_cast<std::size_t>(numTokens_);
+      const std::size_t total = perLayer * layerList.size();
+      const bool reports = onProgress.typeOf().as<std::string>() == "function";
+      double lastReport = emscripten_get_now();
+      std::size_t finished = 0;
+      attnflow::Progress progress = [&](std::size_t done, std::size_t) {
+        if (!reports) return true;
+        const double now = emscripten_get_now();
+        if (now - lastReport < 50.0) return true;
+        lastReport = now;
+        return onProgress(static_cast<double>(finished + done), static_cast<double>(total))
+                   .as<bool>();
+      };
+      double* target = reinterpret_cast<double*>(out);
+      for (const int layer : layerList) {
+        attnflow::Matrix values = attnflow::attentionFlow(a, layer, rowList, progress);
+        if (normalize) {
+          for (Eigen::Index i = 0; i < values.rows(); ++i) {
+            const double sum = values.row(i).sum();
+            if (sum > 0) values.row(i) /= sum;
+          }
+        }
+        copyOut(values, reinterpret_cast<std::uintptr_t>(target));
+        target += perLayer;
+        finished += perLayer;
+      }
+      if (reports) onProgress(static_cast<double>(total), static_cast<double>(total));
+    });
+  }
+
+  /// {value, cut: [{layer, from, to, capacity}]} for the flow from (layer, row) to token.
+  val bottleneck(double alpha, int layer, int row, int token) {
+    return guarded([&] {
+      const attnflow::FlowBottleneck b = attnflow::flowBottleneck(mixed(alpha), layer, row, token);
+      val cut = val::array();
+      for (const attnflow::LayerEdge& e : b.cut) {
+        val edge = val::object();
+        edge.set("layer", e.layer);
+        edge.set("from", e.from);
+        edge.set("to", e.to);
+        edge.set("capacity", e.capacity);
+        cut.call<void>("push", edge);
+      }
+      val result = val::object();
+      result.set("value", b.value);
+      result.set("cut", cut);
+      return result;
+    });
+  }
+
+  void mixedLayer(double alpha, int layer, std::uintptr_t out) {
+    guarded([&] { copyOut(mixed(alpha).at(static_cast<std::size_t>(layer - 1)), out); });
+  }
+
+ private:
+  const attnflow::LayerStack& mixed(double alpha) {
+    if (!mixed_ || mixedAlpha_ != alpha) {
+      mixed_ = attnflow::mixResidual(fused_, alpha);
+      mixedAlpha_ = alpha;
+      rolloutAll_.reset();
+    }
+    return *mixed_;
+  }
+
+  void invalidate() {
+    mixed_.reset();
+    rolloutAll_.reset();
+  }
+
+  int numTokens_;
+  attnflow::LayerStack fused_;
+  std::optional<attnflow::LayerStack> mixed_;
+  double mixedAlpha_ = -1;
+  std::optional<attnflow::LayerStack> rolloutAll_;
+  double rolloutAlpha_ = -1;
+};
+
+}  // namespace
+
+EMSCRIPTEN_BINDINGS(attnflow) {
+  emscripten::function("pendingErrorFlagAddress", emscripten::optional_override([] {
+                         return reinterpret_cast<std::uintptr_t>(&g_pendingError.flag);
+                       }));
+  emscripten::function("takePendingError", &takePendingError);
+  emscripten::class_<Session>("Session")
+      .constructor<int>()
+      .function("numTokens", &Session::numTokens)
+      .function("numLayers", &Session::numLayers)
+      .function("addHeads", &Session::addHeads)
+      .function("addFused", &Session::addFused)
+      .function("raw", &Session::raw)
+      .function("rollout", &Session::rollout)
+      .function("flow", &Session::flow)
+      .function("bottleneck", &Session::bottleneck)
+      .function("mixedLayer", &Session::mixedLayer);
+}

@@ -1,0 +1,128 @@
+#!/usr/bin/env node
+// attnflow CLI: the same WebAssembly module as the browser, run in Node.
+//   attnflow <raw|rollout|flow> FILE|- [--fusion mean|max|min] [--heads 0,3,5] [--alpha A]
+//            [--layers last|all|1,4,12] [--rows all|0,5] [--unnormalized] [--batch B] [--timing]
+// Prints one JSON object on stdout. A user error prints one line on stderr and exits with 2.
+import { readFile } from 'node:fs/promises';
+import { basename } from 'node:path';
+import { parseArgs } from 'node:util';
+import { AttnflowError, FusedAttention, init, loadAttention } from './index.mjs';
+import { METHODS, parseListOption } from './options.mjs';
+import { fail } from './errors.mjs';
+
+const USAGE = `usage: attnflow <raw|rollout|flow> FILE|- [options]
+
+Reads attention weights (JSON [L][H][n][n] with tokens, Hugging Face [L][B][H][n][n], pre-fused
+[L][n][n], .json.gz, .npy, .npz, safetensors) and prints scores as JSON:
+{"method", "tokens", "layers" (1-based), "rows" (0-based), "options", "scores" [layers][rows][n]}
+
+options:
+  --fusion mean|max|min    how heads are combined (default mean)
+  --heads 0,3,5            fuse only these heads (0-based; default all)
+  --alpha A                residual weight in [0,1]: A = rownorm(alpha*F + (1-alpha)*I) (default 0.5)
+  --layers last|all|1,4    1-based layers to report (default last)
+  --rows all|0,5           0-based target rows (default all)
+  --unnormalized           flow: raw max-flow values instead of rows summing to 1
+  --batch B                batch item of a Hugging Face [L][B][H][n][n] layout (default 0)
+  --timing                 print {"load_ms", "compute_ms"} as one JSON line on stderr
+  -h, --help               show this help`;
+
+function parseCommandLine(argv) {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        fusion: { type: 'string' },
+        heads: { type: 'string' },
+        alpha: { type: 'string' },
+        layers: { type: 'string' },
+        rows: { type: 'string' },
+        unnormalized: { type: 'boolean' },
+        batch: { type: 'string' },
+        timing: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+  } catch (error) {
+    fail('E_OPTION', error.message);
+  }
+  const { values, positionals } = parsed;
+  if (values.help) return { help: true };
+  if (positionals.length !== 2) fail('E_OPTION', 'expected a method and a file (see attnflow --help)');
+  const [method, file] = positionals;
+  if (!METHODS.includes(method)) fail('E_OPTION', `unknown method ${JSON.stringify(method)}: use raw, rollout or flow`);
+  const number = (name, text) => {
+    if (!/^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$/.test(text)) fail('E_OPTION', `--${name} must be a number (got ${JSON.stringify(text)})`);
+    return Number(text);
+  };
+  const options = {
+    fusion: values.fusion,
+    heads: values.heads === undefined ? null : parseListOption('heads', values.heads, []),
+    alpha: values.alpha === undefined ? undefined : number('alpha', values.alpha),
+    layers: values.layers === undefined ? undefined : parseListOption('layers', values.layers, ['last', 'all']),
+    rows: values.rows === undefined ? undefined : parseListOption('rows', values.rows, ['all']),
+    normalize: !values.unnormalized,
+  };
+  const batch = values.batch === undefined ? undefined : number('batch', values.batch);
+  return { method, file, options, batch, timing: Boolean(values.timing) };
+}
+
+async function readInput(file) {
+  if (file === '-') {
+    const chunks = [];
+    for await (const chunk of process.stdin) chunks.push(chunk);
+    return new Uint8Array(Buffer.concat(chunks));
+  }
+  try {
+    return new Uint8Array(await readFile(file));
+  } catch (error) {
+    throw new AttnflowError('E_INPUT', `cannot read ${file}: ${error.code === 'ENOENT' ? 'no such file' : error.message}`);
+  }
+}
+
+/** A progress line on stderr, only for runs long enough to need one. */
+function progressReporter() {
+  const started = performance.now();
+  let lastShown = 0;
+  return (done, total) => {
+    const now = performance.now();
+    if (now - started < 1000 || (now - lastShown < 500 && done < total)) return;
+    lastShown = now;
+    const line = `attnflow: flow ${done}/${total} max-flows (${((100 * done) / total).toFixed(0)}%)`;
+    process.stderr.write(process.stderr.isTTY ? `\r${line}${done === total ? '\n' : ''}` : `${line}\n`);
+  };
+}
+
+async function main() {
+  const command = parseCommandLine(process.argv.slice(2));
+  if (command.help) {
+    process.stdout.write(`${USAGE}\n`);
+    return;
+  }
+  const started = performance.now();
+  const [bytes] = await Promise.all([readInput(command.file), init()]);
+  const name = command.file === '-' ? 'stdin' : basename(command.file);
+  const data = await loadAttention(bytes, { name, batch: command.batch });
+  for (const warning of data.warnings) process.stderr.write(`attnflow: warning: ${warning}\n`);
+  const fused = await FusedAttention.create(data, command.options);
+  const loaded = performance.now();
+  const result = fused.compute(command.method, { ...command.options, onProgress: progressReporter() });
+  const computed = performance.now();
+  fused.dispose();
+  if (command.timing) {
+    process.stderr.write(`${JSON.stringify({ load_ms: loaded - started, compute_ms: computed - loaded })}\n`);
+  }
+  process.stdout.write(`${JSON.stringify(result)}\n`);
+}
+
+main().catch((error) => {
+  if (error instanceof AttnflowError) {
+    process.stderr.write(`attnflow: ${error.message.split('\n')[0]}\n`);
+    process.exitCode = 2;
+  } else {
+    process.stderr.write(`attnflow: internal error: ${error?.stack ?? error}\n`);
+    process.exitCode = 1;
+  }
+});

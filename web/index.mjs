@@ -1,0 +1,177 @@
+// attnflow's public API (typed in index.d.ts): load attention data, fuse heads once inside the
+// WebAssembly module, then compute raw attention, rollout or exact attention flow.
+import { AttnflowError, fail } from './errors.mjs';
+import { call, loadModule, readDoubles, withAllocation, withInts } from './engine.mjs';
+import { resolveCompute, resolveFusion } from './options.mjs';
+
+export { AttnflowError } from './errors.mjs';
+export { loadAttention } from './loaders/index.mjs';
+
+const FUSION_CODES = { mean: 0, max: 1, min: 2 };
+// wasm32 addresses 4 GB; leave room for the module itself and for copying results out.
+const HEAP_LIMIT_BYTES = 3.5 * 2 ** 30;
+
+/** Loads and compiles the WebAssembly module once; later calls return the same promise. */
+export async function init() {
+  await loadModule();
+}
+
+/** Scores with their own description: what was computed, for which layers and rows. */
+class Result {
+  constructor({ method, tokens, layers, rows, options, scores }) {
+    this.method = method;
+    this.tokens = tokens;
+    this.layers = layers;
+    this.rows = rows;
+    this.numTokens = tokens.length;
+    this.options = options;
+    this.scores = scores;
+    Object.freeze(this);
+  }
+
+  scoresFor(layer, row) {
+    const l = this.layers.indexOf(layer);
+    const r = this.rows.indexOf(row);
+    if (l < 0 || r < 0) {
+      fail('E_OPTION', `layer ${layer}, row ${row} is not in this result (layers ${this.layers.join(',')}; rows ${this.rows.length > 10 ? `${this.rows.length} rows` : this.rows.join(',')})`);
+    }
+    const start = (l * this.rows.length + r) * this.numTokens;
+    return this.scores.subarray(start, start + this.numTokens);
+  }
+
+  toJSON() {
+    const scores = this.layers.map((layer) => this.rows.map((row) => Array.from(this.scoresFor(layer, row))));
+    const { method, tokens, layers, rows, options } = this;
+    return { method, tokens, layers, rows, options, scores };
+  }
+}
+
+function bottleneckKind(cut, layer, row, token) {
+  if (cut.length === 0) return 'inner';
+  if (cut.every((edge) => edge.layer === 1 && edge.to === token)) return 'sink';
+  if (cut.every((edge) => edge.layer === layer && edge.from === row)) return 'source';
+  return 'inner';
+}
+
+export class FusedAttention {
+  #module;
+  #session;
+  #fusion;
+
+  constructor(module, session, tokens, fusion) {
+    this.#module = module;
+    this.#session = session;
+    this.#fusion = fusion;
+    this.tokens = tokens;
+    this.numLayers = session.numLayers();
+    this.numTokens = tokens.length;
+  }
+
+  /** Fuses the heads of `data` layer by layer, so only one layer of heads is in the heap at once. */
+  static async create(data, options = {}) {
+    const fusion = resolveFusion(options, data.fused ? 0 : data.numHeads);
+    const M = await loadModule();
+    const n = data.numTokens;
+    const valuesPerLayer = data.fused ? n * n : data.numHeads * n * n;
+    // The heap holds the fused stack, its residual-mixed copy, a cached full rollout, one layer
+    // of input and one of output.
+    const bytesNeeded = 8 * (3 * data.numLayers * n * n + valuesPerLayer + n * n);
+    if (bytesNeeded > HEAP_LIMIT_BYTES) {
+      fail('E_TOO_LARGE', `this input needs about ${(bytesNeeded / 2 ** 30).toFixed(1)} GB inside the WebAssembly module, more than the ${HEAP_LIMIT_BYTES / 2 ** 30} GB wasm32 allows (${data.numLayers} layers, ${data.fused ? 'pre-fused' : `${data.numHeads} heads`}, ${n} tokens): pre-fuse the heads or use fewer tokens`);
+    }
+    const session = new M.Session(n);
+    try {
+      withAllocation(M, valuesPerLayer * 8, (layerAddress) =>
+        withInts(M, fusion.heads ?? [], (headsAddress) => {
+          for (let l = 0; l < data.numLayers; l++) {
+            const values = data.layer(l);
+            if (values.length !== valuesPerLayer) {
+              fail('E_INPUT', `layer ${l + 1} has ${values.length} values, expected ${valuesPerLayer}`);
+            }
+            M.HEAPF64.set(values, layerAddress >> 3);  // converts float32 input on the way in
+            call(M, () => (data.fused
+              ? session.addFused(layerAddress)
+              : session.addHeads(layerAddress, data.numHeads, FUSION_CODES[fusion.fusion],
+                headsAddress, fusion.heads?.length ?? 0)));
+          }
+        }));
+    } catch (error) {
+      session.delete();
+      throw error;
+    }
+    return new FusedAttention(M, session, [...data.tokens], fusion);
+  }
+
+  #live() {
+    if (!this.#session) fail('E_OPTION', 'this FusedAttention has been disposed');
+    return this.#session;
+  }
+
+  compute(method, options = {}) {
+    const session = this.#live();
+    const M = this.#module;
+    const resolved = resolveCompute(method, options, this);
+    const { alpha, layers, rows, normalize } = resolved;
+    const n = this.numTokens;
+    const perLayer = rows.length * n;
+    const scores = withInts(M, rows, (rowsAddress) =>
+      withAllocation(M, layers.length * perLayer * 8, (out) => {
+        if (method === 'flow') {
+          const onProgress = options.onProgress
+            ? (done, total) => options.onProgress(done, total) !== false
+            : undefined;
+          withInts(M, layers, (layersAddress) => call(M, () => session.flow(
+            alpha, layersAddress, layers.length, rowsAddress, rows.length, normalize, onProgress, out)));
+        } else {
+          layers.forEach((layer, i) => {
+            const target = out + i * perLayer * 8;
+            call(M, () => (method === 'raw'
+              ? session.raw(layer, rowsAddress, rows.length, target)
+              : session.rollout(alpha, layer, rowsAddress, rows.length, target)));
+          });
+        }
+        return readDoubles(M, out, layers.length * perLayer);
+      }));
+    return new Result({
+      method, tokens: this.tokens, layers, rows, scores,
+      options: { ...this.#fusion, alpha, layers, rows, normalize },
+    });
+  }
+
+  bottleneck(layer, row, token, options = {}) {
+    const session = this.#live();
+    const { alpha, layers: [checkedLayer], rows: [checkedRow] } =
+      resolveCompute('flow', { alpha: options.alpha, layers: [layer], rows: [row] }, this);
+    if (!Number.isInteger(token) || token < 0 || token >= this.numTokens) {
+      fail('E_OPTION', `token ${JSON.stringify(token)} is out of range (0..${this.numTokens - 1})`);
+    }
+    const { value, cut } = call(this.#module, () => session.bottleneck(alpha, checkedLayer, checkedRow, token));
+    return { value, cut, kind: bottleneckKind(cut, checkedLayer, checkedRow, token) };
+  }
+
+  mixedLayer(layer, options = {}) {
+    const session = this.#live();
+    const M = this.#module;
+    const { alpha, layers: [checkedLayer] } = resolveCompute('rollout', { alpha: options.alpha, layers: [layer], rows: [0] }, this);
+    const count = this.numTokens * this.numTokens;
+    return withAllocation(M, count * 8, (out) => {
+      call(M, () => session.mixedLayer(alpha, checkedLayer, out));
+      return readDoubles(M, out, count);
+    });
+  }
+
+  dispose() {
+    this.#session?.delete();
+    this.#session = null;
+  }
+}
+
+/** One-shot: fuse, compute, dispose. */
+export async function compute(data, method, options = {}) {
+  const fused = await FusedAttention.create(data, options);
+  try {
+    return fused.compute(method, options);
+  } finally {
+    fused.dispose();
+  }
+}

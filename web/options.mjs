@@ -1,0 +1,74 @@
+// The one place where options get their defaults and are checked, shared by the API, the CLI, the
+// worker and the page: a setting means the same everywhere.
+import { fail } from './errors.mjs';
+
+export const METHODS = ['raw', 'rollout', 'flow'];
+export const FUSIONS = ['mean', 'max', 'min'];
+export const DEFAULTS = Object.freeze({
+  fusion: 'mean', heads: null, alpha: 0.5, layers: 'last', rows: 'all', normalize: true,
+});
+
+function checkIndexList(name, list, lowest, highest, what) {
+  if (!Array.isArray(list) || list.length === 0) {
+    fail('E_OPTION', `${name} must be a non-empty list of ${what}`);
+  }
+  const seen = new Set();
+  for (const value of list) {
+    if (!Number.isInteger(value) || value < lowest || value > highest) {
+      fail('E_OPTION', `${name}: ${JSON.stringify(value)} is out of range (${what} ${lowest}..${highest})`);
+    }
+    if (seen.has(value)) fail('E_OPTION', `${name}: ${value} is listed twice`);
+    seen.add(value);
+  }
+  return [...list];
+}
+
+/** {fusion, heads} checked against a layer with `numHeads` heads (0 = pre-fused input). */
+export function resolveFusion(options = {}, numHeads) {
+  const fusion = options.fusion ?? DEFAULTS.fusion;
+  if (!FUSIONS.includes(fusion)) {
+    fail('E_OPTION', `fusion must be one of ${FUSIONS.join(', ')} (got ${JSON.stringify(fusion)})`);
+  }
+  const heads = options.heads ?? null;
+  if (heads === null) return { fusion, heads };
+  if (numHeads === 0) fail('E_OPTION', 'heads cannot be chosen: the input is already fused');
+  return { fusion, heads: checkIndexList('heads', heads, 0, numHeads - 1, `heads`) };
+}
+
+/** Every option of a computation, with defaults, checked against the data's shape. */
+export function resolveCompute(method, options = {}, { numLayers, numTokens }) {
+  if (!METHODS.includes(method)) {
+    fail('E_OPTION', `method must be one of ${METHODS.join(', ')} (got ${JSON.stringify(method)})`);
+  }
+  const alpha = options.alpha ?? DEFAULTS.alpha;
+  if (typeof alpha !== 'number' || !(alpha >= 0 && alpha <= 1)) {
+    fail('E_OPTION', `alpha must be a number in [0, 1] (got ${JSON.stringify(alpha)})`);
+  }
+  const layersOption = options.layers ?? DEFAULTS.layers;
+  let layers;
+  if (layersOption === 'last') layers = [numLayers];
+  else if (layersOption === 'all') layers = Array.from({ length: numLayers }, (_, i) => i + 1);
+  else layers = checkIndexList('layers', layersOption, 1, numLayers, 'layers (1-based)');
+  const rowsOption = options.rows ?? DEFAULTS.rows;
+  const rows = rowsOption === 'all'
+    ? Array.from({ length: numTokens }, (_, i) => i)
+    : checkIndexList('rows', rowsOption, 0, numTokens - 1, 'rows (0-based)');
+  const normalize = options.normalize ?? DEFAULTS.normalize;
+  if (typeof normalize !== 'boolean') fail('E_OPTION', 'normalize must be true or false');
+  return { alpha, layers, rows, normalize };
+}
+
+/**
+ * Parses the CLI / URL spelling of a list option: "all", "last" (layers only) or "0,3,5".
+ * Returns the keyword or an array of integers.
+ */
+export function parseListOption(name, text, keywords) {
+  const trimmed = String(text).trim();
+  if (keywords.includes(trimmed)) return trimmed;
+  const parts = trimmed.split(',').map((part) => part.trim());
+  const values = parts.map(Number);
+  if (parts.some((part) => !/^-?\d+$/.test(part))) {
+    fail('E_OPTION', `--${name} must be ${[...keywords, 'a comma-separated list of integers'].join(' or ')} (got ${JSON.stringify(text)})`);
+  }
+  return values;
+}
