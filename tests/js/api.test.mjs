@@ -1,0 +1,200 @@
+// The public API as users import it: option checks, result shapes, and the maths checked against
+// plain JS products and the closed forms of SEMANTICS.md.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { AttnflowError, FusedAttention, compute, init, loadAttention } from 'attnflow';
+
+/** Deterministic PRNG (mulberry32) so failures reproduce. */
+function random(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function softmaxRows(n, rand, causal) {
+  return Array.from({ length: n }, (_, i) => {
+    const logits = Array.from({ length: n }, (_, j) => (causal && j > i ? -Infinity : 3 * rand()));
+    const e = logits.map((x) => Math.exp(x));
+    const s = e.reduce((p, q) => p + q, 0);
+    return e.map((x) => x / s);
+  });
+}
+
+function randomInput({ L, H, n, seed, causal = false }) {
+  const rand = random(seed);
+  return {
+    tokens: Array.from({ length: n }, (_, i) => `t${i}`),
+    attentions: Array.from({ length: L }, () => Array.from({ length: H }, () => softmaxRows(n, rand, causal))),
+  };
+}
+
+/** SEMANTICS.md steps 1-2 in plain JS: mean fusion, rownorm, residual mix. */
+function mixedStack(input, alpha) {
+  return input.attentions.map((heads) => {
+    const n = heads[0].length;
+    return Array.from({ length: n }, (_, i) => {
+      const row = Array.from({ length: n }, (_, j) => heads.reduce((s, h) => s + h[i][j], 0) / heads.length);
+      const fs = row.reduce((p, q) => p + q, 0);
+      const mixed = row.map((v, j) => alpha * (fs > 0 ? v / fs : 0) + (i === j ? 1 - alpha : 0));
+      const ms = mixed.reduce((p, q) => p + q, 0);
+      return mixed.map((v) => (ms > 0 ? v / ms : 0));
+    });
+  });
+}
+
+function matmul(a, b) {
+  return a.map((row) => b[0].map((_, j) => row.reduce((s, v, k) => s + v * b[k][j], 0)));
+}
+
+function assertClose(actual, expected, tolerance, what) {
+  assert.equal(actual.length, expected.length, `${what}: length`);
+  for (let i = 0; i < actual.length; i++) {
+    assert.ok(Math.abs(actual[i] - expected[i]) <= tolerance,
+      `${what}[${i}]: ${actual[i]} vs ${expected[i]}`);
+  }
+}
+
+test('init is cached and idempotent', async () => {
+  await Promise.all([init(), init()]);
+  await init();
+});
+
+test('rollout equals the naive product of mixed matrices, for every layer and row', async () => {
+  const input = randomInput({ L: 4, H: 3, n: 7, seed: 1 });
+  const data = await loadAttention(input);
+  const result = await compute(data, 'rollout', { layers: 'all', alpha: 0.3 });
+  const A = mixedStack(input, 0.3);
+  let R = A[0];
+  for (let l = 1; l <= 4; l++) {
+    if (l > 1) R = matmul(A[l - 1], R);
+    for (let i = 0; i < 7; i++) assertClose(result.scoresFor(l, i), R[i], 1e-12, `R[${l}][${i}]`);
+  }
+});
+
+test('rollout of a few rows (vector-matrix path) equals all rows (matrix path)', async () => {
+  const input = randomInput({ L: 5, H: 2, n: 40, seed: 2 });
+  const fused = await FusedAttention.create(await loadAttention(input));
+  const few = fused.compute('rollout', { layers: 'all', rows: [3] });
+  const all = fused.compute('rollout', { layers: 'all' });
+  for (let l = 1; l <= 5; l++) assertClose(few.scoresFor(l, 3), all.scoresFor(l, 3), 1e-12, `layer ${l}`);
+  fused.dispose();
+});
+
+test('flow closed forms: L = 1 is A[1]; L = 2 is sum_k min(A2[i][k], A1[k][j])', async () => {
+  const one = randomInput({ L: 1, H: 2, n: 6, seed: 3 });
+  const flow1 = await compute(await loadAttention(one), 'flow', { normalize: false });
+  const A1 = mixedStack(one, 0.5);
+  for (let i = 0; i < 6; i++) assertClose(flow1.scoresFor(1, i), A1[0][i], 1e-12, `L=1 row ${i}`);
+
+  const two = randomInput({ L: 2, H: 3, n: 6, seed: 4, causal: true });
+  const flow2 = await compute(await loadAttention(two), 'flow', { normalize: false, alpha: 0.3 });
+  const [B1, B2] = mixedStack(two, 0.3);
+  for (let i = 0; i < 6; i++) {
+    const expected = B1.map((_, j) => B2[i].reduce((s, v, k) => s + Math.min(v, B1[k][j]), 0));
+    assertClose(flow2.scoresFor(2, i), expected, 1e-12, `L=2 row ${i}`);
+  }
+});
+
+test('normalised flow rows sum to 1 and scale the raw flow', async () => {
+  const data = await loadAttention(randomInput({ L: 3, H: 2, n: 9, seed: 5 }));
+  const fused = await FusedAttention.create(data, { fusion: 'max' });
+  const raw = fused.compute('flow', { layers: 'all', normalize: false });
+  const normalised = fused.compute('flow', { layers: 'all' });
+  for (const layer of [1, 2, 3]) {
+    for (let row = 0; row < 9; row++) {
+      const r = raw.scoresFor(layer, row);
+      const sum = r.reduce((p, q) => p + q, 0);
+      assertClose(normalised.scoresFor(layer, row), Array.from(r, (v) => v / sum), 1e-12, `layer ${layer} row ${row}`);
+    }
+  }
+  fused.dispose();
+});
+
+test('raw attention is the fused, row-normalised attention without residual', async () => {
+  const input = randomInput({ L: 2, H: 2, n: 4, seed: 6 });
+  const result = await compute(await loadAttention(input), 'raw', { layers: [1], rows: [2], heads: [1] });
+  assertClose(result.scoresFor(1, 2), input.attentions[0][1][2], 1e-12, 'head 1 alone');
+  assert.deepEqual(result.options, { fusion: 'mean', heads: [1], alpha: 0.5, layers: [1], rows: [2], normalize: true });
+});
+
+test('a result describes itself and serialises as the CLI prints it', async () => {
+  const data = await loadAttention(randomInput({ L: 3, H: 1, n: 5, seed: 7 }));
+  const result = await compute(data, 'flow', { layers: [1, 3], rows: [0, 4] });
+  assert.equal(result.method, 'flow');
+  assert.deepEqual(result.layers, [1, 3]);
+  assert.deepEqual(result.rows, [0, 4]);
+  assert.equal(result.scores.length, 2 * 2 * 5);
+  const json = JSON.parse(JSON.stringify(result));
+  assert.deepEqual(Object.keys(json), ['method', 'tokens', 'layers', 'rows', 'options', 'scores']);
+  assert.deepEqual(json.scores[1][1], Array.from(result.scoresFor(3, 4)));
+  assert.throws(() => result.scoresFor(2, 0), { code: 'E_OPTION' });
+});
+
+test('progress reaches the total, and returning false cancels with E_CANCELLED', async () => {
+  const fused = await FusedAttention.create(await loadAttention(randomInput({ L: 6, H: 2, n: 40, seed: 8 })));
+  let last = null;
+  fused.compute('flow', { layers: 'all', onProgress: (done, total) => { last = [done, total]; } });
+  assert.deepEqual(last, [6 * 40 * 40, 6 * 40 * 40]);
+  assert.throws(() => fused.compute('flow', { layers: 'all', onProgress: () => false }),
+    (error) => error instanceof AttnflowError && error.code === 'E_CANCELLED');
+  // The session stays usable after a cancelled run.
+  assert.equal(fused.compute('flow', { rows: [0] }).scores.length, 40);
+  fused.dispose();
+});
+
+test('bottleneck: the cut capacity equals the raw flow, and L = 1 is decided at the sink', async () => {
+  const data = await loadAttention(randomInput({ L: 4, H: 2, n: 6, seed: 9 }));
+  const fused = await FusedAttention.create(data);
+  const flow = fused.compute('flow', { layers: 'all', normalize: false });
+  for (const [layer, row, token] of [[4, 0, 0], [4, 5, 2], [2, 3, 3], [1, 1, 4]]) {
+    const b = fused.bottleneck(layer, row, token);
+    assert.ok(Math.abs(b.value - flow.scoresFor(layer, row)[token]) < 1e-12);
+    const capacity = b.cut.reduce((s, e) => s + e.capacity, 0);
+    assert.ok(Math.abs(capacity - b.value) < 1e-12, `cut ${capacity} vs value ${b.value}`);
+    assert.ok(['sink', 'source', 'inner'].includes(b.kind));
+  }
+  assert.equal(fused.bottleneck(1, 1, 4).kind, 'sink');
+  fused.dispose();
+});
+
+test('mixedLayer is rownorm(alpha F + (1 - alpha) I)', async () => {
+  const input = randomInput({ L: 2, H: 2, n: 5, seed: 10 });
+  const fused = await FusedAttention.create(await loadAttention(input));
+  const expected = mixedStack(input, 0.8)[1].flat();
+  assertClose(fused.mixedLayer(2, { alpha: 0.8 }), expected, 1e-12, 'A[2]');
+  fused.dispose();
+});
+
+test('bad options are E_OPTION errors that name the option', async () => {
+  const data = await loadAttention(randomInput({ L: 2, H: 3, n: 4, seed: 11 }));
+  const fused = await FusedAttention.create(data);
+  const cases = [
+    [() => fused.compute('attention'), /method must be one of raw, rollout, flow/],
+    [() => fused.compute('flow', { alpha: 1.5 }), /alpha must be a number in \[0, 1\]/],
+    [() => fused.compute('flow', { alpha: Number.NaN }), /alpha/],
+    [() => fused.compute('flow', { layers: [0] }), /layers: 0 is out of range/],
+    [() => fused.compute('flow', { layers: [3] }), /layers: 3 is out of range/],
+    [() => fused.compute('flow', { rows: [4] }), /rows: 4 is out of range/],
+    [() => fused.compute('flow', { rows: [1, 1] }), /rows: 1 is listed twice/],
+    [() => fused.compute('rollout', { rows: [] }), /rows must be a non-empty list/],
+    [() => fused.bottleneck(2, 0, 9), /token 9 is out of range/],
+  ];
+  for (const [run, message] of cases) assert.throws(run, (e) => e.code === 'E_OPTION' && message.test(e.message));
+  await assert.rejects(FusedAttention.create(data, { heads: [3] }), { code: 'E_OPTION', message: /heads: 3 is out of range/ });
+  await assert.rejects(FusedAttention.create(data, { fusion: 'median' }), { code: 'E_OPTION' });
+  fused.dispose();
+  assert.throws(() => fused.compute('flow'), { code: 'E_OPTION', message: /disposed/ });
+});
+
+test('an input beyond wasm32 gets E_TOO_LARGE before any allocation', async () => {
+  const huge = {
+    tokens: [], numLayers: 48, numHeads: 16, numTokens: 4096, fused: false, format: 'npy',
+    warnings: [], layer: () => { throw new Error('must not be read'); },
+  };
+  await assert.rejects(FusedAttention.create(huge), { code: 'E_TOO_LARGE', message: /pre-fuse the heads or use fewer tokens/ });
+});

@@ -1,0 +1,120 @@
+// The CLI as a user runs it: JSON on stdout, one-line errors on stderr with exit code 2.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const CLI = fileURLToPath(new URL('../../web/cli.mjs', import.meta.url));
+const dir = mkdtempSync(join(tmpdir(), 'attnflow-cli-'));
+
+function run(args, input) {
+  const result = spawnSync(process.execPath, [CLI, ...args], { input, encoding: 'utf8' });
+  return { code: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+function file(name, content) {
+  const path = join(dir, name);
+  writeFileSync(path, typeof content === 'string' ? content : JSON.stringify(content));
+  return path;
+}
+
+const uniform = (n) => Array.from({ length: n }, () => Array(n).fill(1 / n));
+const identity = (n) => Array.from({ length: n }, (_, i) => Array.from({ length: n }, (_, j) => (i === j ? 1 : 0)));
+const GOOD = { tokens: ['[CLS]', 'a', 'b'], attentions: [[uniform(3), identity(3)], [identity(3), uniform(3)]] };
+
+test('flow --rows 0 prints the flow for the first token', () => {
+  const { code, stdout, stderr } = run(['flow', file('good.json', GOOD), '--rows', '0']);
+  assert.equal(code, 0, stderr);
+  const out = JSON.parse(stdout);
+  assert.equal(out.method, 'flow');
+  assert.deepEqual(out.tokens, GOOD.tokens);
+  assert.deepEqual(out.layers, [2]);
+  assert.deepEqual(out.rows, [0]);
+  assert.equal(out.scores.length, 1);
+  assert.equal(out.scores[0].length, 1);
+  assert.equal(out.scores[0][0].length, 3);
+  assert.ok(Math.abs(out.scores[0][0].reduce((a, b) => a + b, 0) - 1) < 1e-12);
+});
+
+test('options reach the computation and the output reflects them', () => {
+  const { code, stdout, stderr } = run(['rollout', file('opts.json', GOOD), '--layers', 'all', '--rows', '1,2',
+    '--alpha', '1', '--fusion', 'max', '--heads', '1']);
+  assert.equal(code, 0, stderr);
+  const out = JSON.parse(stdout);
+  assert.deepEqual(out.layers, [1, 2]);
+  assert.deepEqual(out.rows, [1, 2]);
+  assert.deepEqual(out.options, { fusion: 'max', heads: [1], alpha: 1, layers: [1, 2], rows: [1, 2], normalize: true });
+  // alpha = 1 with head 1 only: layer 1 is the identity, layer 2 uniform, so rollout is uniform.
+  for (const row of out.scores[1]) for (const v of row) assert.ok(Math.abs(v - 1 / 3) < 1e-12);
+  assert.deepEqual(out.scores[0], [[0, 1, 0], [0, 0, 1]]);
+});
+
+test('reads stdin with "-" and reports timing as one JSON line on stderr', () => {
+  const { code, stdout, stderr } = run(['raw', '-', '--timing'], JSON.stringify(GOOD));
+  assert.equal(code, 0, stderr);
+  assert.equal(JSON.parse(stdout).method, 'raw');
+  const timing = JSON.parse(stderr.trim().split('\n').at(-1));
+  assert.deepEqual(Object.keys(timing), ['load_ms', 'compute_ms']);
+  assert.ok(timing.load_ms >= 0 && timing.compute_ms >= 0);
+});
+
+test('--unnormalized gives raw max-flow values', () => {
+  const { stdout } = run(['flow', file('raw.json', GOOD), '--unnormalized', '--layers', '1']);
+  const out = JSON.parse(stdout);
+  assert.equal(out.options.normalize, false);
+  // Layer 1 is A[1] = (uniform + I) / 2: the diagonal carries 1/6 + 1/2.
+  assert.ok(Math.abs(out.scores[0][0][0] - (1 / 6 + 1 / 2)) < 1e-12);
+});
+
+test('--help prints usage and exits 0', () => {
+  const { code, stdout } = run(['--help']);
+  assert.equal(code, 0);
+  assert.match(stdout, /usage: attnflow <raw\|rollout\|flow>/);
+});
+
+const BAD = [
+  ['no arguments', [], /expected a method and a file/],
+  ['unknown method', ['attention', 'x.json'], /unknown method "attention"/],
+  ['unknown option', ['flow', 'x.json', '--beta', '1'], /Unknown option '--beta'/],
+  ['missing file', ['flow', join(dir, 'missing.json')], /no such file/],
+  ['alpha not a number', ['flow', '@GOOD', '--alpha', 'abc'], /--alpha must be a number/],
+  ['alpha out of range', ['flow', '@GOOD', '--alpha', '2'], /alpha must be a number in \[0, 1\]/],
+  ['row out of range', ['flow', '@GOOD', '--rows', '3'], /rows: 3 is out of range/],
+  ['layer out of range', ['flow', '@GOOD', '--layers', '0'], /layers: 0 is out of range/],
+  ['bad list', ['flow', '@GOOD', '--rows', '1,x'], /--rows must be/],
+  ['head out of range', ['flow', '@GOOD', '--heads', '2'], /heads: 2 is out of range/],
+  ['bad fusion', ['flow', '@GOOD', '--fusion', 'median'], /fusion must be one of mean, max, min/],
+  ['empty file', ['flow', '@EMPTY'], /empty/i],
+  ['truncated JSON', ['flow', '@TRUNCATED'], /truncated|ends/i],
+  ['ragged row', ['flow', '@RAGGED'], /layer 1, head 1, row 2/],
+  ['negative value', ['flow', '@NEGATIVE'], /layer 2, head 0, row 1.*negative/],
+  ['non-number', ['flow', '@STRING'], /layer 1, head 0, row 0.*number/],
+  ['token count mismatch', ['flow', '@TOKENS'], /4 tokens.*3/],
+  ['wrong depth', ['flow', '@DEPTH'], /levels|depth|nesting/],
+];
+
+test('every bad input or option exits 2 with a one-line message naming the problem', () => {
+  const clone = () => structuredClone(GOOD);
+  const ragged = clone(); ragged.attentions[0][1][2] = [0.5, 0.5];
+  const negative = clone(); negative.attentions[1][0][1] = [0.5, 0.7, -0.2];
+  const string = clone(); string.attentions[0][0][0] = ['a', 0.5, 0.5];
+  const tokens = clone(); tokens.tokens.push('c');
+  const depth = { tokens: GOOD.tokens, attentions: [[[uniform(3)]]] };
+  const files = {
+    '@GOOD': file('g.json', GOOD), '@EMPTY': file('empty.json', ''),
+    '@TRUNCATED': file('trunc.json', JSON.stringify(GOOD).slice(0, 50)),
+    '@RAGGED': file('ragged.json', ragged), '@NEGATIVE': file('neg.json', negative),
+    '@STRING': file('str.json', string), '@TOKENS': file('tok.json', tokens), '@DEPTH': file('depth.json', depth),
+  };
+  for (const [what, args, message] of BAD) {
+    const { code, stdout, stderr } = run(args.map((a) => files[a] ?? a));
+    assert.equal(code, 2, `${what}: exit ${code}, stderr ${stderr}`);
+    assert.equal(stdout, '', what);
+    assert.equal(stderr.trim().split('\n').length, 1, `${what}: one line, got ${stderr}`);
+    assert.match(stderr, /^attnflow: /, what);
+    assert.match(stderr, message, `${what}: ${stderr}`);
+  }
+});
