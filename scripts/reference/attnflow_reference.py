@@ -1,0 +1,283 @@
+#!/usr/bin/env python3
+"""Independent reference implementation of attnflow's numbers (/work/shared/SEMANTICS.md).
+
+Plain numpy for fusion, residual mixing and rollout; networkx maximum flow for attention flow.
+It shares no code with the C++/WASM package: it exists so the package can be checked against it,
+on the golden files in tests/fixtures/golden/ and on inputs the package has never seen
+(scripts/reference/compare.py).
+
+    attnflow_reference.py <raw|rollout|flow> FILE [--fusion mean|max|min] [--heads 0,3]
+        [--alpha A] [--layers last|all|1,4] [--rows all|0,5] [--unnormalized] [--batch B]
+
+prints {"method", "tokens", "layers" (1-based), "rows" (0-based), "scores" [layers][rows][n]},
+the same shape as the attnflow CLI (which also prints "options").
+
+Input: JSON (optionally gzip-compressed) {"tokens": [n], "attentions": [L][H][n][n]}, pre-fused
+[L][n][n], or the Hugging Face layout [L][B][H][n][n]; "attentions" may also be the whole file.
+.npy / .npz (array "attentions", optional "tokens") are read with numpy.
+
+Definitions (SEMANTICS.md), with rownorm(M) dividing each row by its sum and leaving a row that
+sums to 0 at 0:
+  F[l]   = rownorm(mean_h W[l][h])          (or element-wise max_h / min_h; over chosen heads)
+  A[l]   = rownorm(alpha * F[l] + (1 - alpha) * I)
+  raw[l] = F[l]
+  R[1]   = A[1],  R[l] = A[l] @ R[l-1]
+  flow[l][i][j] = max flow from node (l, i) to node (0, j) in the layered DAG whose edges
+                  (l, i) -> (l-1, k) have capacity A[l][i][k]; normalised: each row divided by
+                  its sum (a row summing to 0 stays 0).
+
+Requires numpy and networkx (Debian: python3-numpy python3-networkx; run with /usr/bin/python3).
+"""
+
+import argparse
+import gzip
+import json
+import sys
+
+import numpy as np
+import networkx as nx
+from networkx.algorithms.flow import preflow_push
+
+
+class ReferenceError_(Exception):
+    """A user error (bad input or option): reported on one line, exit code 2."""
+
+
+# ----------------------------------------------------------------------------------------------
+# Input
+
+
+def load_attention(path, batch=0):
+    """Returns (tokens, W, fused): W is float64 [L][H][n][n], or [L][n][n] when fused."""
+    if path.endswith(".npy") or path.endswith(".npz"):
+        loaded = np.load(path, allow_pickle=False)
+        tokens = None
+        if path.endswith(".npz"):
+            arr = loaded["attentions"]
+            if "tokens" in loaded.files:
+                tokens = [str(t) for t in loaded["tokens"]]
+        else:
+            arr = loaded
+        arr = np.asarray(arr, dtype=np.float64)
+    else:
+        with open(path, "rb") as handle:
+            data = handle.read()
+        if data[:2] == b"\x1f\x8b":
+            data = gzip.decompress(data)
+        doc = json.loads(data.decode("utf-8"))
+        tokens = None
+        if isinstance(doc, dict):
+            tokens = doc.get("tokens")
+            doc = doc["attentions"]
+        arr = np.asarray(doc, dtype=np.float64)
+    if arr.ndim == 5:  # Hugging Face [L][B][H][n][n]
+        if not 0 <= batch < arr.shape[1]:
+            raise ReferenceError_(f"batch {batch} out of range (the file has {arr.shape[1]})")
+        arr = arr[:, batch]
+    if arr.ndim not in (3, 4):
+        raise ReferenceError_(f"attentions must be [L][H][n][n] or [L][n][n], got shape {arr.shape}")
+    n = arr.shape[-1]
+    if arr.shape[-2] != n:
+        raise ReferenceError_(f"attention matrices must be square, got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)) or np.any(arr < 0):
+        raise ReferenceError_("attentions contain NaN, Inf or negative values")
+    if tokens is None:
+        tokens = [str(i) for i in range(n)]
+    if len(tokens) != n:
+        raise ReferenceError_(f"{len(tokens)} tokens but the matrices are {n} x {n}")
+    return list(tokens), arr, arr.ndim == 3
+
+
+# ----------------------------------------------------------------------------------------------
+# Fusion, residual, raw, rollout
+
+
+def rownorm(M):
+    """Each row divided by its sum; a row that sums to 0 stays 0."""
+    sums = M.sum(axis=1, keepdims=True)
+    out = np.zeros_like(M)
+    np.divide(M, sums, out=out, where=sums > 0)
+    return out
+
+
+def fuse(W, fused, fusion="mean", heads=None):
+    """F[l] for every layer, a float64 array [L][n][n]."""
+    if fused:
+        if heads is not None:
+            raise ReferenceError_("--heads does not apply to pre-fused [L][n][n] input")
+        return np.stack([rownorm(W[l]) for l in range(W.shape[0])])
+    H = W.shape[1]
+    if heads is None:
+        heads = list(range(H))
+    if not heads:
+        raise ReferenceError_("--heads must name at least one head")
+    for h in heads:
+        if not 0 <= h < H:
+            raise ReferenceError_(f"head {h} out of range (the input has {H} heads)")
+    if len(set(heads)) != len(heads):
+        raise ReferenceError_("--heads lists a head twice")
+    chosen = W[:, heads]  # [L][h'][n][n]
+    if fusion == "mean":
+        combined = chosen.mean(axis=1)
+    elif fusion == "max":
+        combined = chosen.max(axis=1)
+    elif fusion == "min":
+        combined = chosen.min(axis=1)
+    else:
+        raise ReferenceError_(f"unknown fusion {fusion!r}")
+    return np.stack([rownorm(combined[l]) for l in range(combined.shape[0])])
+
+
+def mix_residual(F, alpha):
+    """A[l] = rownorm(alpha * F[l] + (1 - alpha) * I)."""
+    if not 0.0 <= alpha <= 1.0:
+        raise ReferenceError_(f"alpha must be in [0, 1], got {alpha}")
+    n = F.shape[-1]
+    eye = np.eye(n)
+    return np.stack([rownorm(alpha * F[l] + (1.0 - alpha) * eye) for l in range(F.shape[0])])
+
+
+def rollout(A):
+    """R[l] for every layer: R[1] = A[1], R[l] = A[l] @ R[l-1]."""
+    R = [A[0].copy()]
+    for l in range(1, A.shape[0]):
+        R.append(A[l] @ R[-1])
+    return np.stack(R)
+
+
+# ----------------------------------------------------------------------------------------------
+# Attention flow
+
+
+def node(layer, token):
+    return (layer, token)
+
+
+def layered_graph(A, top):
+    """DiGraph on layers 0..top; edge (l, i) -> (l-1, k) with capacity A[l][i][k] (l 1-based).
+
+    Zero-capacity edges are left out: networkx treats an edge WITHOUT a capacity attribute as
+    infinite, and a zero edge carries nothing anyway.
+    """
+    n = A.shape[-1]
+    G = nx.DiGraph()
+    for layer in range(top + 1):
+        for i in range(n):
+            G.add_node(node(layer, i))
+    for layer in range(1, top + 1):
+        M = A[layer - 1]
+        for i in range(n):
+            for k in range(n):
+                c = float(M[i, k])
+                if c > 0.0:
+                    G.add_edge(node(layer, i), node(layer - 1, k), capacity=c)
+    return G
+
+
+def attention_flow(A, layers, rows, normalize=True, progress=None):
+    """Scores [len(layers)][len(rows)][n]: max flow from (l, i) to every (0, j).
+
+    Flow from layer l only uses layers 0..l (edges go down), so each layer gets its own graph.
+    The residual network is built once per graph and reused: preflow_push resets it per call.
+    """
+    n = A.shape[-1]
+    out = np.zeros((len(layers), len(rows), n))
+    total = len(layers) * len(rows) * n
+    done = 0
+    for a, layer in enumerate(layers):
+        G = layered_graph(A, layer)
+        residual = nx.algorithms.flow.build_residual_network(G, "capacity")
+        for b, i in enumerate(rows):
+            for j in range(n):
+                R = preflow_push(G, node(layer, i), node(0, j), residual=residual, value_only=True)
+                out[a, b, j] = R.graph["flow_value"]
+                done += 1
+            if progress:
+                progress(done, total)
+        if normalize:
+            out[a] = rownorm(out[a])
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# The whole computation
+
+
+def compute(method, W, fused, fusion="mean", heads=None, alpha=0.5, layers="last", rows="all",
+            normalize=True, progress=None):
+    """Returns (layers 1-based, rows 0-based, scores float64 [len(layers)][len(rows)][n])."""
+    L = W.shape[0]
+    n = W.shape[-1]
+    if layers == "last":
+        layers = [L]
+    elif layers == "all":
+        layers = list(range(1, L + 1))
+    if rows == "all":
+        rows = list(range(n))
+    for layer in layers:
+        if not 1 <= layer <= L:
+            raise ReferenceError_(f"layer {layer} out of range 1..{L}")
+    for row in rows:
+        if not 0 <= row < n:
+            raise ReferenceError_(f"row {row} out of range 0..{n - 1}")
+    if not layers or not rows:
+        raise ReferenceError_("empty layer or row list")
+    F = fuse(W, fused, fusion, heads)
+    if method == "raw":
+        scores = np.stack([F[layer - 1][rows] for layer in layers])
+    elif method == "rollout":
+        A = mix_residual(F, alpha)
+        R = rollout(A)
+        scores = np.stack([R[layer - 1][rows] for layer in layers])
+    elif method == "flow":
+        A = mix_residual(F, alpha)
+        scores = attention_flow(A, layers, rows, normalize, progress)
+    else:
+        raise ReferenceError_(f"unknown method {method!r}")
+    return layers, rows, scores
+
+
+def parse_list(text, name, words):
+    if text in words:
+        return text
+    try:
+        return [int(part) for part in text.split(",")]
+    except ValueError:
+        raise ReferenceError_(f"--{name} must be {'|'.join(words + ['a comma list'])}, got {text!r}")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("method", choices=["raw", "rollout", "flow"])
+    parser.add_argument("file")
+    parser.add_argument("--fusion", default="mean", choices=["mean", "max", "min"])
+    parser.add_argument("--heads", default=None, help="comma list of 0-based heads")
+    parser.add_argument("--alpha", type=float, default=0.5)
+    parser.add_argument("--layers", default="last", help="last|all|comma list of 1-based layers")
+    parser.add_argument("--rows", default="all", help="all|comma list of 0-based rows")
+    parser.add_argument("--unnormalized", action="store_true")
+    parser.add_argument("--batch", type=int, default=0)
+    parser.add_argument("--progress", action="store_true", help="progress lines on stderr")
+    args = parser.parse_args(argv)
+    try:
+        tokens, W, fused = load_attention(args.file, args.batch)
+        heads = None if args.heads is None else parse_list(args.heads, "heads", [])
+        layers = parse_list(args.layers, "layers", ["last", "all"])
+        rows = parse_list(args.rows, "rows", ["all"])
+        progress = None
+        if args.progress:
+            def progress(done, total):
+                print(f"reference: flow {done}/{total}", file=sys.stderr)
+        layers, rows, scores = compute(args.method, W, fused, args.fusion, heads, args.alpha,
+                                       layers, rows, not args.unnormalized, progress)
+    except (ReferenceError_, KeyError, ValueError, OSError) as error:
+        print(f"attnflow_reference: {error}", file=sys.stderr)
+        return 2
+    json.dump({"method": args.method, "tokens": tokens, "layers": layers, "rows": rows,
+               "scores": scores.tolist()}, sys.stdout)
+    sys.stdout.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
