@@ -1,0 +1,134 @@
+// loadAttention: detects the format from the bytes (the file name is only a hint for messages),
+// then dispatches to the reader of that format. See docs/FORMATS.md for the formats and
+// web/loaders/data.mjs for when values are validated.
+
+import { gunzipSync } from 'fflate';
+import { fail } from '../errors.mjs';
+import { parseJsonText, fromJsonValue } from './json.mjs';
+import { isNpy, loadNpy } from './npy.mjs';
+import { loadNpz } from './npz.mjs';
+import { isSafetensors, loadSafetensors } from './safetensors.mjs';
+
+export { MAX_WASM_BYTES, ROW_SUM_TOLERANCE } from './data.mjs';
+
+/**
+ * The container format of some bytes: 'gzip' | 'npz' | 'npy' | 'safetensors' | 'json' | null.
+ * @param {Uint8Array} b
+ */
+export function detectFormat(b) {
+  if (b.length >= 2 && b[0] === 0x1f && b[1] === 0x8b) return 'gzip';
+  if (b.length >= 4 && b[0] === 0x50 && b[1] === 0x4b && (b[2] === 3 || b[2] === 5) && (b[3] === 4 || b[3] === 6)) return 'npz';
+  if (isNpy(b)) return 'npy';
+  if (isSafetensors(b)) return 'safetensors';
+  let k = 0;
+  if (b[0] === 0xef && b[1] === 0xbb && b[2] === 0xbf) k = 3; // UTF-8 BOM
+  else if ((b[0] === 0xff && b[1] === 0xfe) || (b[0] === 0xfe && b[1] === 0xff)) return 'json'; // UTF-16 BOM
+  while (k < b.length && (b[k] === 0x20 || b[k] === 0x0a || b[k] === 0x0d || b[k] === 0x09)) k++;
+  if (k < b.length && (b[k] === 0x7b || b[k] === 0x5b)) return 'json';
+  return null;
+}
+
+function checkOptions(options) {
+  if (options === undefined || options === null) return {};
+  if (typeof options !== 'object') fail('E_OPTION', 'options must be an object');
+  const { name, batch, tokens } = options;
+  if (name !== undefined && typeof name !== 'string') fail('E_OPTION', 'options.name must be a string');
+  if (batch !== undefined && batch !== null && !(Number.isInteger(batch) && batch >= 0)) {
+    fail('E_OPTION', `options.batch must be a non-negative integer, got ${JSON.stringify(batch)}`);
+  }
+  if (tokens !== undefined && tokens !== null) {
+    if (!Array.isArray(tokens)) fail('E_OPTION', 'options.tokens must be an array of strings');
+    tokens.forEach((t, i) => { if (typeof t !== 'string') fail('E_OPTION', `options.tokens[${i}] is not a string`); });
+  }
+  return { name, batch: batch ?? undefined, tokens: tokens ?? undefined };
+}
+
+const hex = (b) => Array.from(b.subarray(0, 8), (x) => x.toString(16).padStart(2, '0')).join(' ');
+
+function decodeText(b, name) {
+  let enc = 'utf-8';
+  if (b[0] === 0xff && b[1] === 0xfe) enc = 'utf-16le'; // e.g. PowerShell's `>` redirection
+  else if (b[0] === 0xfe && b[1] === 0xff) enc = 'utf-16be';
+  try {
+    return new TextDecoder(enc, { fatal: true }).decode(b); // strips the BOM
+  } catch (e) {
+    if (e instanceof RangeError || /string longer|too large|Invalid string length/i.test(e.message)) {
+      fail('E_TOO_LARGE', `${name ? `${name}: ` : ''}the JSON text (${(b.length / 2 ** 20).toFixed(0)} MB) is ` +
+        'larger than a JavaScript string can hold (about 512 MB); export .npy, .npz or safetensors instead');
+    }
+    fail('E_FORMAT', `${name ? `${name}: ` : ''}the JSON text is not valid ${enc.toUpperCase()}`);
+  }
+}
+
+function gunzip(b, name) {
+  const pre = name ? `${name}: ` : '';
+  if (b.length < 18) fail('E_FORMAT', `${pre}the gzip data is truncated (${b.length} bytes)`);
+  // ISIZE (the last 4 bytes) sizes the output buffer; a truncated file makes it garbage, and
+  // deflate cannot expand more than ~1032:1, so refuse an impossible size before allocating.
+  const isize = (b[b.length - 4] | (b[b.length - 3] << 8) | (b[b.length - 2] << 16)) + b[b.length - 1] * 2 ** 24;
+  if (isize > b.length * 1032 + 1024) fail('E_FORMAT', `${pre}the gzip data is truncated or corrupt (its size trailer is impossible)`);
+  try {
+    return gunzipSync(b);
+  } catch (e) {
+    return fail('E_FORMAT', `${pre}the gzip data is truncated or corrupt (${e.message})`);
+  }
+}
+
+/** Loads from bytes, synchronously. */
+function loadBytes(b, opts, gzDepth) {
+  const name = opts.name;
+  if (b.length === 0) fail('E_INPUT', `${name ? `${name}: ` : ''}empty input (0 bytes)`);
+  switch (detectFormat(b)) {
+    case 'gzip':
+      if (gzDepth > 0) fail('E_FORMAT', `${name ? `${name}: ` : ''}gzip inside gzip is not read`);
+      return loadBytes(gunzip(b, name), opts, gzDepth + 1);
+    case 'npz': return loadNpz(b, opts, name);
+    case 'npy': return loadNpy(b, opts, name);
+    case 'safetensors': return loadSafetensors(b, opts, name);
+    case 'json': return fromJsonValue(parseJsonText(decodeText(b, name), name), opts);
+    default: {
+      const hint = name && /\.(npy|npz|safetensors|gz)$/i.test(name)
+        ? ` (the name says ${name.slice(name.lastIndexOf('.'))}, but the content does not match: truncated or renamed?)` : '';
+      return fail('E_FORMAT', `${name ? `${name}: ` : ''}not a format attnflow reads${hint}: expected JSON, .npy, .npz, ` +
+        `safetensors or gzip of these; the data starts with bytes ${hex(b)}`);
+    }
+  }
+}
+
+/**
+ * Synchronous loadAttention for inputs already in memory (everything but Blob/File).
+ * @param {string|ArrayBuffer|Uint8Array|object} input
+ * @param {import('../index.d.ts').LoadOptions} [options]
+ */
+export function loadAttentionSync(input, options) {
+  const opts = checkOptions(options);
+  if (input === null || input === undefined) fail('E_INPUT', 'empty input (null or undefined)');
+  if (typeof input === 'string') return fromJsonValue(parseJsonText(input, opts.name), opts);
+  if (input instanceof ArrayBuffer || (typeof SharedArrayBuffer !== 'undefined' && input instanceof SharedArrayBuffer)) {
+    return loadBytes(new Uint8Array(input), opts, 0);
+  }
+  if (input instanceof Uint8Array) return loadBytes(input, opts, 0);
+  if (input instanceof DataView) return loadBytes(new Uint8Array(input.buffer, input.byteOffset, input.byteLength), opts, 0);
+  if (ArrayBuffer.isView(input)) {
+    fail('E_INPUT', `a ${input.constructor.name} was given; pass the file's bytes (Uint8Array or ArrayBuffer) ` +
+      'or an object {tokens, attentions}');
+  }
+  if (typeof input !== 'object') fail('E_INPUT', `cannot load a ${typeof input}; pass JSON text, bytes, a Blob or an object`);
+  return fromJsonValue(input, opts);
+}
+
+/**
+ * Reads attention data (see web/index.d.ts).
+ * @param {string|ArrayBuffer|Uint8Array|Blob|object} input
+ * @param {import('../index.d.ts').LoadOptions} [options]
+ * @returns {Promise<import('../index.d.ts').AttentionData>}
+ */
+export async function loadAttention(input, options) {
+  if (input && typeof input === 'object' && typeof input.arrayBuffer === 'function' && typeof input.size === 'number') {
+    // Blob or File: its name is the hint unless one was given.
+    const opts = { ...(options || {}) };
+    if (opts.name === undefined && typeof input.name === 'string' && input.name) opts.name = input.name;
+    return loadAttentionSync(new Uint8Array(await input.arrayBuffer()), opts);
+  }
+  return loadAttentionSync(input, options);
+}

@@ -1,0 +1,66 @@
+// AttentionData over one binary tensor (shared by .npy, .npz and safetensors): checks the shape,
+// selects the batch item, and reads layers lazily from the file's bytes.
+
+import { fail } from '../errors.mjs';
+import { checkSize, checkTokens, makeAttentionData } from './data.mjs';
+import { readFloats } from './dtype.mjs';
+
+export const shapeStr = (shape) => `(${shape.join(', ')})`;
+
+/** Product of the dimensions, refusing header shapes no file could hold. */
+export function shapeCount(shape, what) {
+  let c = 1;
+  for (const d of shape) {
+    if (!Number.isSafeInteger(d) || d < 0) fail('E_FORMAT', `${what}: invalid dimension ${d} in shape ${shapeStr(shape)}`);
+    c *= d;
+  }
+  if (!Number.isSafeInteger(c * 8)) fail('E_FORMAT', `${what}: absurd shape ${shapeStr(shape)}`);
+  return c;
+}
+
+/**
+ * @param {object} t
+ * @param {string} t.format 'npy' | 'npz' | 'safetensors'
+ * @param {string} t.what   name used in messages, e.g. 'the .npy array' or 'tensor "attentions"'
+ * @param {Uint8Array} t.bytes
+ * @param {number} t.offset byte offset of the first element in `bytes`
+ * @param {number[]} t.shape
+ * @param {import('./dtype.mjs').Dtype} t.dtype
+ * @param {string[]|undefined} t.tokens tokens found in the file
+ * @param {{batch?: number, tokens?: string[]}} t.options
+ * @param {Record<string, unknown>} [t.meta]
+ */
+export function fromTensor(t) {
+  const { shape, options } = t;
+  const nd = shape.length;
+  if (nd < 3 || nd > 5) {
+    fail('E_INPUT', `${t.what} has shape ${shapeStr(shape)} (${nd} dimensions): expected [L, H, n, n], ` +
+      'pre-fused [L, n, n] or [L, B, H, n, n] with a batch axis');
+  }
+  const n = shape[nd - 1];
+  if (shape[nd - 2] !== n) {
+    fail('E_INPUT', `${t.what} has shape ${shapeStr(shape)}: the matrices are ${shape[nd - 2]}x${n}; they must be square`);
+  }
+  const L = shape[0];
+  const B = nd === 5 ? shape[1] : 1;
+  const H = nd === 3 ? 0 : shape[nd - 3];
+  if (L === 0) fail('E_INPUT', `${t.what} has shape ${shapeStr(shape)}: no layers`);
+  if (n === 0) fail('E_INPUT', `${t.what} has shape ${shapeStr(shape)}: no tokens`);
+  if (nd !== 3 && H === 0) fail('E_INPUT', `${t.what} has shape ${shapeStr(shape)}: no heads`);
+  const batch = options.batch ?? 0;
+  if (nd === 5) {
+    if (B === 0) fail('E_INPUT', `${t.what} has shape ${shapeStr(shape)}: no batch items`);
+    if (batch >= B) fail('E_OPTION', `batch ${batch} is out of range: the input has B = ${B} batch item${B === 1 ? '' : 's'} (0..${B - 1})`);
+  } else if (batch > 0) {
+    fail('E_OPTION', `batch ${batch} was given but the input has no batch axis (shape ${shapeStr(shape)})`);
+  }
+  checkSize(L, H, n);
+  const tokens = checkTokens(options.tokens ?? t.tokens, n, options.tokens ? 'options.tokens' : 'tokens');
+  const per = Math.max(H, 1) * n * n; // elements of one layer of one batch item
+  const { bytes, offset, dtype } = t;
+  return makeAttentionData({
+    format: t.format, tokens, numLayers: L, numHeads: H, numTokens: n, meta: t.meta,
+    readLayer: (l) => readFloats(bytes, offset + (l * B + batch) * per * dtype.size, per, dtype),
+    checked: false,
+  });
+}

@@ -1,0 +1,104 @@
+// A minimal zip reader for .npz: central directory (with zip64), stored and deflated entries.
+// Stored entries (np.savez) are returned as views of the file's bytes, so reading a large
+// uncompressed .npz costs no copy; deflated ones (np.savez_compressed) are inflated by fflate.
+
+import { inflateSync, Inflate } from 'fflate';
+import { fail } from '../errors.mjs';
+
+const u16 = (b, p) => b[p] | (b[p + 1] << 8);
+const u32 = (b, p) => (b[p] | (b[p + 1] << 8) | (b[p + 2] << 16)) + b[p + 3] * 2 ** 24;
+const u64 = (b, p) => u32(b, p) + u32(b, p + 4) * 2 ** 32;
+
+/**
+ * @typedef {{name: string, method: number, flags: number, csize: number, usize: number, local: number}} ZipEntry
+ * @returns {ZipEntry[]}
+ */
+export function listZip(b, what) {
+  const bad = (why) => fail('E_FORMAT', `${what} is truncated or not a valid .npz (zip) file: ${why}`);
+  // End of central directory: 22 bytes + a comment of up to 65535 bytes, scanned from the end.
+  let eocd = -1;
+  for (let p = b.length - 22; p >= 0 && p >= b.length - 22 - 65535; p--) {
+    if (b[p] === 0x50 && b[p + 1] === 0x4b && b[p + 2] === 5 && b[p + 3] === 6) { eocd = p; break; }
+  }
+  if (eocd < 0) bad('no end-of-central-directory record');
+  let count = u16(b, eocd + 10), cdSize = u32(b, eocd + 12), cdOff = u32(b, eocd + 16);
+  if (count === 0xffff || cdSize === 0xffffffff || cdOff === 0xffffffff) {
+    const loc = eocd - 20; // zip64 end-of-central-directory locator
+    if (loc < 0 || u32(b, loc) !== 0x07064b50) bad('missing zip64 locator');
+    const z = u64(b, loc + 8);
+    if (z + 56 > b.length || u32(b, z) !== 0x06064b50) bad('missing zip64 end record');
+    count = u64(b, z + 32); cdSize = u64(b, z + 40); cdOff = u64(b, z + 48);
+  }
+  if (cdOff + cdSize > b.length) bad('the central directory lies past the end of the file');
+  const entries = [];
+  const dec = new TextDecoder('utf-8');
+  let p = cdOff;
+  for (let k = 0; k < count; k++) {
+    if (p + 46 > b.length || u32(b, p) !== 0x02014b50) bad('broken central directory');
+    const flags = u16(b, p + 8), method = u16(b, p + 10);
+    let csize = u32(b, p + 20), usize = u32(b, p + 24), local = u32(b, p + 42);
+    const nlen = u16(b, p + 28), elen = u16(b, p + 30), clen = u16(b, p + 32);
+    const name = dec.decode(b.subarray(p + 46, p + 46 + nlen));
+    // zip64 extra field: the 64-bit values present are those whose 32-bit field is 0xffffffff.
+    for (let e = p + 46 + nlen; e + 4 <= p + 46 + nlen + elen;) {
+      const id = u16(b, e), sz = u16(b, e + 2);
+      if (id === 1) {
+        let q = e + 4;
+        if (usize === 0xffffffff) { usize = u64(b, q); q += 8; }
+        if (csize === 0xffffffff) { csize = u64(b, q); q += 8; }
+        if (local === 0xffffffff) { local = u64(b, q); q += 8; }
+      }
+      e += 4 + sz;
+    }
+    entries.push({ name, method, flags, csize, usize, local });
+    p += 46 + nlen + elen + clen;
+  }
+  return entries;
+}
+
+function compressed(b, e, what) {
+  const p = e.local;
+  if (p + 30 > b.length || u32(b, p) !== 0x04034b50) fail('E_FORMAT', `${what}: broken local header of ${e.name}`);
+  const start = p + 30 + u16(b, p + 26) + u16(b, p + 28);
+  if (start + e.csize > b.length) fail('E_FORMAT', `${what} is truncated: entry ${e.name} runs past the end of the file`);
+  if (e.flags & 1) fail('E_FORMAT', `${what}: entry ${e.name} is encrypted`);
+  if (e.method !== 0 && e.method !== 8) fail('E_FORMAT', `${what}: entry ${e.name} uses compression method ${e.method} (only stored and deflate are read)`);
+  return b.subarray(start, start + e.csize);
+}
+
+/** The entry's bytes: a view for stored entries, inflated for deflate. */
+export function readEntry(b, e, what) {
+  const c = compressed(b, e, what);
+  if (e.method === 0) {
+    if (e.csize !== e.usize) fail('E_FORMAT', `${what}: entry ${e.name} has inconsistent sizes`);
+    return c;
+  }
+  let out;
+  try {
+    out = inflateSync(c, { out: new Uint8Array(e.usize) });
+  } catch (err) {
+    fail('E_FORMAT', `${what}: entry ${e.name} is truncated or corrupt (${err.message})`);
+  }
+  if (out.length !== e.usize) fail('E_FORMAT', `${what}: entry ${e.name} inflates to ${out.length} bytes, expected ${e.usize}`);
+  return out;
+}
+
+/** At least the first `need` bytes of an entry (fewer if it is shorter), inflating only a prefix. */
+export function peekEntry(b, e, need, what) {
+  const c = compressed(b, e, what);
+  if (e.method === 0) return c.subarray(0, need);
+  const parts = [];
+  let got = 0;
+  const inf = new Inflate((d) => { parts.push(d); got += d.length; });
+  try {
+    for (let off = 0; off < c.length && got < need; off += 16384) {
+      inf.push(c.subarray(off, Math.min(off + 16384, c.length)), off + 16384 >= c.length);
+    }
+  } catch (err) {
+    fail('E_FORMAT', `${what}: entry ${e.name} is truncated or corrupt (${err.message})`);
+  }
+  const out = new Uint8Array(Math.min(got, need));
+  let k = 0;
+  for (const d of parts) { if (k >= out.length) break; out.set(d.subarray(0, out.length - k), k); k += d.length; }
+  return out;
+}
