@@ -1,0 +1,511 @@
+// Attention flow: a plain reference (one general Dinic per pair) and a fast exact solver that
+// exploits the layered structure of the graph. See ../../shared/FLOW-NOTES.md for the ideas and
+// attention_flow.hpp for the contract.
+//
+// Exactness argument of the fast path, in one place:
+// * Every value it returns is either the value of a feasible flow that no augmenting path can
+//   increase (Dinic's stopping rule: the sink is unreachable in the residual graph), or the
+//   capacity of an s-t cut met by a feasible flow (then flow == cut == maximum). Residual
+//   capacities <= kEps count as saturated, as in the general MaxFlow, and "met" means within
+//   kMetTol, so every returned value is within ~1e-11 of the true maximum.
+// * Warm starts (keeping the previous sink's flow) and the middle-layer certificate only choose
+//   where the search starts or which feasible flow is exhibited; they never skip the proof.
+#include "attnflow/attention_flow.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "attnflow/errors.hpp"
+#include "attnflow/maxflow.hpp"
+
+namespace attnflow {
+
+namespace {
+
+// Residual capacities at or below kEps count as saturated (the same tolerance as MaxFlow), so
+// rounding noise never creates phantom augmenting paths.
+constexpr double kEps = 1e-12;
+// A flow within kMetTol of a cut's capacity is reported as that capacity: the true maximum lies
+// between the two.
+constexpr double kMetTol = 1e-11;
+
+using Index = std::ptrdiff_t;
+
+// ------------------------------------------------------------------------------------------
+// Validation
+
+int checkStack(const LayerStack& A) {
+  if (A.empty()) throw InputError("attention flow: the layer stack is empty");
+  const Index n = A[0].rows();
+  if (n < 1) throw InputError("attention flow: layer 1 has no tokens");
+  for (std::size_t l = 0; l < A.size(); ++l) {
+    if (A[l].rows() != n || A[l].cols() != n) {
+      throw InputError("attention flow: layer " + std::to_string(l + 1) + " is " +
+                       std::to_string(A[l].rows()) + " x " + std::to_string(A[l].cols()) +
+                       ", expected " + std::to_string(n) + " x " + std::to_string(n));
+    }
+  }
+  return static_cast<int>(n);
+}
+
+void checkLayer(const LayerStack& A, int layer) {
+  if (layer < 1 || layer > static_cast<int>(A.size())) {
+    throw InputError("attention flow: layer " + std::to_string(layer) +
+                     " is out of range (layers are 1.." + std::to_string(A.size()) + ")");
+  }
+}
+
+void checkRow(int n, int row, int layer) {
+  if (row < 0 || row >= n) {
+    throw InputError("attention flow: row " + std::to_string(row) + " of layer " +
+                     std::to_string(layer) + " is out of range (rows are 0.." +
+                     std::to_string(n - 1) + ")");
+  }
+}
+
+void checkRows(int n, const std::vector<int>& rows, int layer) {
+  for (int r : rows) checkRow(n, r, layer);
+}
+
+void report(const Progress& progress, std::size_t done, std::size_t total) {
+  if (progress && !progress(done, total)) throw Cancelled();
+}
+
+// ------------------------------------------------------------------------------------------
+// LayeredFlow: max-flow on a layered DAG
+//
+//   S -> layer 0 -> layer 1 -> ... -> layer D-1 -> T
+//
+// with n nodes per layer, arc S -> (0, k) of capacity s[k], arc (t, i) -> (t+1, k) of capacity
+// M_t[i][k] (row-major n x n), and arc (D-1, k) -> T of capacity c[k]. The flow of the full
+// problem from (l, r) to (0, j) is this with s = row r of A[l], M_t = A[l-1-t] and c = column j
+// of A[1]; the two halves of the middle-layer certificate are the same shape.
+// The flow is kept between solve() calls with different leaf capacities c (a warm start): the
+// excess that no longer fits into T is cancelled back up along flow-carrying arcs first.
+
+class LayeredFlow {
+ public:
+  LayeredFlow(int n, std::vector<const double*> mats)
+      : n_(n), depth_(static_cast<int>(mats.size()) + 1), mats_(std::move(mats)) {
+    const auto nn = static_cast<std::size_t>(n_) * static_cast<std::size_t>(n_);
+    flow_.assign(mats_.size() * nn, 0.0);
+    fs_.assign(static_cast<std::size_t>(n_), 0.0);
+    ft_.assign(static_cast<std::size_t>(n_), 0.0);
+    numNodes_ = depth_ * n_ + 2;
+    level_.assign(static_cast<std::size_t>(numNodes_), 0);
+    cur_.assign(static_cast<std::size_t>(numNodes_), 0);
+    excess_.assign(static_cast<std::size_t>(n_), 0.0);
+    excessUp_.assign(static_cast<std::size_t>(n_), 0.0);
+    reach_.assign(static_cast<std::size_t>(n_), 0);
+    reachNext_.assign(static_cast<std::size_t>(n_), 0);
+    inCap_.assign(static_cast<std::size_t>(n_), 0.0);
+    queue_.reserve(static_cast<std::size_t>(numNodes_));
+  }
+
+  /// Sets the source capacities, clears the flow, and computes which bottom nodes S reaches and
+  /// their total in-capacity from reachable parents (for the sink-side cut bound).
+  void setSource(const double* s) {
+    s_ = s;
+    std::fill(flow_.begin(), flow_.end(), 0.0);
+    std::fill(fs_.begin(), fs_.end(), 0.0);
+    std::fill(ft_.begin(), ft_.end(), 0.0);
+    sourceCap_ = 0.0;
+    for (int k = 0; k < n_; ++k) {
+      sourceCap_ += s[k];
+      reach_[uz(k)] = s[k] > kEps ? 1 : 0;
+      inCap_[uz(k)] = s[k];
+    }
+    for (int t = 0; t + 1 < depth_; ++t) {
+      const double* m = mats_[uz(t)];
+      std::fill(reachNext_.begin(), reachNext_.end(), 0);
+      std::fill(inCap_.begin(), inCap_.end(), 0.0);
+      for (int i = 0; i < n_; ++i) {
+        if (!reach_[uz(i)]) continue;
+        const double* row = m + static_cast<std::size_t>(i) * uz(n_);
+        for (int k = 0; k < n_; ++k) {
+          inCap_[uz(k)] += row[k];
+          if (row[k] > kEps) reachNext_[uz(k)] = 1;
+        }
+      }
+      reach_.swap(reachNext_);
+    }
+  }
+
+  double sourceCapacity() const { return sourceCap_; }
+
+  /// A cut bound for leaf capacities c: for every bottom node, the cheaper of its arc into T and
+  /// its arcs in from reachable parents; also the source's own out-arcs.
+  double upperBound(const double* c) const {
+    double sink = 0.0;
+    for (int k = 0; k < n_; ++k) {
+      if (reach_[uz(k)]) sink += std::min(c[k], inCap_[uz(k)]);
+    }
+    return std::min(sink, sourceCap_);
+  }
+
+  /// The maximum flow with leaf capacities c (kept from the previous call's flow). `bound` must
+  /// be the capacity of some S-T cut (e.g. upperBound(c)); the search stops when it is met.
+  double solve(const double* c, double bound) {
+    c_ = c;
+    cancelExcess();
+    double value = currentValue();
+    if (value >= bound - kMetTol) return bound;
+    // Phase 1: the layers themselves are a level graph (downward arcs only), so no BFS.
+    setLayerLevels();
+    value += blockingFlow(bound - value, /*downOnly=*/true);
+    if (value >= bound - kMetTol) return bound;
+    for (;;) {
+      if (!buildLevels()) return value;
+      value += blockingFlow(bound - value, /*downOnly=*/false);
+      if (value >= bound - kMetTol) return bound;
+    }
+  }
+
+  /// After solve(): how much of the flow enters T through bottom node k.
+  const std::vector<double>& leafFlow() const { return ft_; }
+
+ private:
+  static std::size_t uz(int v) { return static_cast<std::size_t>(v); }
+  int sNode() const { return depth_ * n_; }
+  int tNode() const { return depth_ * n_ + 1; }
+  double* flowMat(int t) {
+    return flow_.data() + uz(t) * uz(n_) * uz(n_);
+  }
+
+  double currentValue() const {
+    double v = 0.0;
+    for (int k = 0; k < n_; ++k) v += ft_[uz(k)];
+    return v;
+  }
+
+  // Removes flow that exceeds the new leaf capacities, walking the excess up to S along arcs
+  // that carry flow. The flow is acyclic (all arcs point down), so every unit of a node's
+  // outflow came in through some parent: conservation is kept at every node.
+  void cancelExcess() {
+    bool any = false;
+    for (int k = 0; k < n_; ++k) {
+      const double e = ft_[uz(k)] - c_[k];
+      if (e > 0.0) {
+        excess_[uz(k)] = e;
+        ft_[uz(k)] = c_[k];
+        any = true;
+      } else {
+        excess_[uz(k)] = 0.0;
+      }
+    }
+    if (!any) return;
+    for (int t = depth_ - 1; t >= 1; --t) {
+      double* f = flowMat(t - 1);
+      std::fill(excessUp_.begin(), excessUp_.end(), 0.0);
+      for (int i = 0; i < n_; ++i) {
+        double e = excess_[uz(i)];
+        if (e <= 0.0) continue;
+        for (int p = 0; p < n_ && e > 0.0; ++p) {
+          double& fp = f[uz(p) * uz(n_) + uz(i)];
+          if (fp <= 0.0) continue;
+          const double x = std::min(fp, e);
+          fp -= x;
+          e -= x;
+          excessUp_[uz(p)] += x;
+        }
+      }
+      excess_.swap(excessUp_);
+    }
+    for (int k = 0; k < n_; ++k) {
+      fs_[uz(k)] = std::max(0.0, fs_[uz(k)] - excess_[uz(k)]);
+    }
+  }
+
+  void setLayerLevels() {
+    for (int t = 0; t < depth_; ++t) {
+      std::fill(level_.begin() + t * n_, level_.begin() + (t + 1) * n_, t + 1);
+    }
+    level_[uz(sNode())] = 0;
+    level_[uz(tNode())] = depth_ + 1;
+    // Bottom nodes with no room left towards T are dead ends for this phase.
+    const int bottom = (depth_ - 1) * n_;
+    for (int k = 0; k < n_; ++k) {
+      if (c_[k] - ft_[uz(k)] <= kEps) level_[uz(bottom + k)] = -1;
+    }
+  }
+
+  // Arc enumeration. S: arcs 0..n-1 to (0, a). Node (t, i): for t < D-1 arcs 0..n-1 go down to
+  // (t+1, a); for t = D-1 arc 0 goes to T; then (t >= 1) n arcs go back up to (t-1, p) along
+  // the reverse of a flow-carrying arc.
+  int numArcs(int v, bool downOnly) const {
+    if (v == sNode()) return n_;
+    const int t = v / n_;
+    const int down = (t + 1 < depth_) ? n_ : 1;
+    return (downOnly || t == 0) ? down : down + n_;
+  }
+
+  // Target and residual capacity of arc a of node v.
+  int arcTarget(int v, int a, double& residual) {
+    if (v == sNode()) {
+      residual = s_[a] - fs_[uz(a)];
+      return a;
+    }
+    const int t = v / n_;
+    const int i = v - t * n_;
+    const int down = (t + 1 < depth_) ? n_ : 1;
+    if (a < down) {
+      if (t + 1 < depth_) {
+        const std::size_t idx = uz(i) * uz(n_) + uz(a);
+        residual = mats_[uz(t)][idx] - flow_[uz(t) * uz(n_) * uz(n_) + idx];
+        return (t + 1) * n_ + a;
+      }
+      residual = c_[i] - ft_[uz(i)];
+      return tNode();
+    }
+    const int p = a - down;
+    residual = flow_[uz(t - 1) * uz(n_) * uz(n_) + uz(p) * uz(n_) + uz(i)];
+    return (t - 1) * n_ + p;
+  }
+
+  void pushArc(int v, int a, double x) {
+    if (v == sNode()) {
+      fs_[uz(a)] += x;
+      return;
+    }
+    const int t = v / n_;
+    const int i = v - t * n_;
+    const int down = (t + 1 < depth_) ? n_ : 1;
+    if (a < down) {
+      if (t + 1 < depth_) {
+        flow_[uz(t) * uz(n_) * uz(n_) + uz(i) * uz(n_) + uz(a)] += x;
+      } else {
+        ft_[uz(i)] += x;
+      }
+      return;
+    }
+    const int p = a - down;
+    flow_[uz(t - 1) * uz(n_) * uz(n_) + uz(p) * uz(n_) + uz(i)] -= x;
+  }
+
+  bool buildLevels() {
+    std::fill(level_.begin(), level_.end(), -1);
+    queue_.clear();
+    level_[uz(sNode())] = 0;
+    queue_.push_back(sNode());
+    bool reached = false;
+    for (std::size_t head = 0; head < queue_.size(); ++head) {
+      const int v = queue_[head];
+      const int next = level_[uz(v)] + 1;
+      if (reached && next > level_[uz(tNode())]) break;
+      const int arcs = numArcs(v, false);
+      for (int a = 0; a < arcs; ++a) {
+        double r;
+        const int w = arcTarget(v, a, r);
+        if (r > kEps && level_[uz(w)] < 0) {
+          level_[uz(w)] = next;
+          if (w == tNode()) {
+            reached = true;
+          } else {
+            queue_.push_back(w);
+          }
+        }
+      }
+    }
+    return reached;
+  }
+
+  // Blocking flow on the current levels, at most `want`; iterative DFS with current-arc
+  // pointers that pushes a budget down and splits it over children. A node that cannot pass on
+  // its whole budget is exhausted for this phase and is marked dead (level -1).
+  double blockingFlow(double want, bool downOnly) {
+    std::fill(cur_.begin(), cur_.end(), 0);
+    stack_.clear();
+    stack_.push_back(Frame{sNode(), want, 0.0});
+    const int t = tNode();
+    for (;;) {
+      Frame& f = stack_.back();
+      const int v = f.node;
+      const int arcs = numArcs(v, downOnly);
+      const int nextLevel = level_[uz(v)] + 1;
+      bool descended = false;
+      int& a = cur_[uz(v)];
+      while (f.remaining > kEps && a < arcs) {
+        double r;
+        const int w = arcTarget(v, a, r);
+        if (r > kEps && level_[uz(w)] == nextLevel) {
+          const double amount = std::min(f.remaining, r);
+          if (w == t) {
+            pushArc(v, a, amount);
+            f.remaining -= amount;
+            f.pushed += amount;
+            if (r - amount <= kEps) ++a;
+            continue;
+          }
+          stack_.push_back(Frame{w, amount, 0.0});
+          descended = true;
+          break;
+        }
+        ++a;
+      }
+      if (descended) continue;
+      const bool exhausted = a >= arcs;
+      const double got = f.pushed;
+      if (exhausted) level_[uz(v)] = -1;
+      stack_.pop_back();
+      if (stack_.empty()) return got;
+      Frame& parent = stack_.back();
+      int& pa = cur_[uz(parent.node)];
+      if (got > 0.0) {
+        pushArc(parent.node, pa, got);
+        parent.remaining -= got;
+        parent.pushed += got;
+      }
+      if (exhausted) {
+        ++pa;
+      } else {
+        double r;
+        arcTarget(parent.node, pa, r);
+        if (r <= kEps) ++pa;
+      }
+    }
+  }
+
+  int n_;
+  int depth_;
+  int numNodes_ = 0;
+  std::vector<const double*> mats_;
+  const double* s_ = nullptr;
+  const double* c_ = nullptr;
+  double sourceCap_ = 0.0;
+  std::vector<double> flow_;  // depth_-1 matrices, n x n each
+  std::vector<double> fs_;    // S -> layer 0
+  std::vector<double> ft_;    // layer D-1 -> T
+  std::vector<int> level_;
+  std::vector<int> cur_;
+  std::vector<int> queue_;
+  std::vector<double> excess_, excessUp_;
+  std::vector<char> reach_, reachNext_;
+  std::vector<double> inCap_;
+  struct Frame {
+    int node;
+    double remaining;  // what the parent still wants from this node
+    double pushed;     // what this node has passed on so far
+  };
+  std::vector<Frame> stack_;
+};
+
+// ------------------------------------------------------------------------------------------
+// Per-source solving
+
+// Matrices of the layered graph below source layer `layer` (1-based, >= 2): node layers
+// layer-1 (top) down to 1 (bottom), arcs between them from A[layer-1] down to A[2].
+std::vector<const double*> innerMatrices(const LayerStack& A, int layer) {
+  std::vector<const double*> mats;
+  for (int l = layer - 1; l >= 2; --l) mats.push_back(A[static_cast<std::size_t>(l - 1)].data());
+  return mats;
+}
+
+// Exact flows from (layer, r) to every (0, j), written to out[0..n-1]. `firstT` is A[1]
+// transposed (row j = the capacities into sink j). `solver` was built for this layer.
+void flowRowInto(LayeredFlow* solver, const LayerStack& A, int layer, int r,
+                 const Matrix& firstT, double* out) {
+  const int n = static_cast<int>(A[0].rows());
+  if (layer == 1) {
+    for (int j = 0; j < n; ++j) out[j] = A[0](r, j);
+    return;
+  }
+  solver->setSource(A[static_cast<std::size_t>(layer - 1)].row(r).data());
+  for (int j = 0; j < n; ++j) {
+    const double* c = firstT.row(j).data();
+    const double bound = solver->upperBound(c);
+    out[j] = bound > kEps ? solver->solve(c, bound) : std::max(bound, 0.0);
+  }
+}
+
+}  // namespace
+
+Matrix attentionFlow(const LayerStack& A, int layer, const std::vector<int>& rows,
+                     const Progress& progress) {
+  const int n = checkStack(A);
+  checkLayer(A, layer);
+  checkRows(n, rows, layer);
+  Matrix out(static_cast<Index>(rows.size()), n);
+  const std::size_t total = rows.size() * static_cast<std::size_t>(n);
+  report(progress, 0, total);
+  const Matrix firstT = A[0].transpose();
+  LayeredFlow solver(n, innerMatrices(A, layer));
+  for (std::size_t q = 0; q < rows.size(); ++q) {
+    flowRowInto(&solver, A, layer, rows[q], firstT, out.row(static_cast<Index>(q)).data());
+    report(progress, (q + 1) * static_cast<std::size_t>(n), total);
+  }
+  return out;
+}
+
+// ------------------------------------------------------------------------------------------
+// Reference and bottleneck: the general Dinic on the full layered graph.
+
+namespace {
+
+// Node (l, i) of the layered graph has id l * n + i. Edges with capacity 0 are left out (they
+// can carry no flow and belong to no cut's capacity).
+struct FullGraph {
+  MaxFlow graph;
+  std::vector<LayerEdge> edges;  // by edge id
+  FullGraph(const LayerStack& A, int layer, int n) : graph((layer + 1) * n) {
+    for (int l = 1; l <= layer; ++l) {
+      const Matrix& m = A[static_cast<std::size_t>(l - 1)];
+      for (int i = 0; i < n; ++i) {
+        for (int j = 0; j < n; ++j) {
+          const double cap = m(i, j);
+          if (cap > 0.0) {
+            graph.addEdge(l * n + i, (l - 1) * n + j, cap);
+            edges.push_back(LayerEdge{l, i, j, cap});
+          }
+        }
+      }
+    }
+  }
+};
+
+}  // namespace
+
+Matrix attentionFlowReference(const LayerStack& A, int layer, const std::vector<int>& rows,
+                              const Progress& progress) {
+  const int n = checkStack(A);
+  checkLayer(A, layer);
+  checkRows(n, rows, layer);
+  Matrix out(static_cast<Index>(rows.size()), n);
+  const std::size_t total = rows.size() * static_cast<std::size_t>(n);
+  report(progress, 0, total);
+  FullGraph full(A, layer, n);
+  std::size_t done = 0;
+  for (std::size_t q = 0; q < rows.size(); ++q) {
+    for (int j = 0; j < n; ++j) {
+      full.graph.resetFlow();
+      out(static_cast<Index>(q), j) = full.graph.flow(layer * n + rows[q], j);
+      report(progress, ++done, total);
+    }
+  }
+  return out;
+}
+
+FlowBottleneck flowBottleneck(const LayerStack& A, int layer, int row, int token) {
+  const int n = checkStack(A);
+  checkLayer(A, layer);
+  checkRow(n, row, layer);
+  if (token < 0 || token >= n) {
+    throw InputError("attention flow: token " + std::to_string(token) +
+                     " is out of range (tokens are 0.." + std::to_string(n - 1) + ")");
+  }
+  FullGraph full(A, layer, n);
+  const int s = layer * n + row;
+  FlowBottleneck result;
+  result.value = full.graph.flow(s, token);
+  const std::vector<bool> side = full.graph.minCut(s);
+  for (int id = 0; id < full.graph.numEdges(); ++id) {
+    const MaxFlow::Edge e = full.graph.edge(id);
+    if (side[static_cast<std::size_t>(e.from)] && !side[static_cast<std::size_t>(e.to)]) {
+      result.cut.push_back(full.edges[static_cast<std::size_t>(id)]);
+    }
+  }
+  return result;
+}
+
+}  // namespace attnflow

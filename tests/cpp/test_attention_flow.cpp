@@ -1,0 +1,273 @@
+// Attention flow: the fast exact solver against the plain reference (one general Dinic per pair),
+// closed forms, bounds, the bottleneck cut, progress/cancellation and input errors.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "../../bench/native/synthetic.hpp"
+#include "attnflow/attention_flow.hpp"
+#include "attnflow/errors.hpp"
+#include "attnflow/rollout.hpp"
+
+using attnflow::LayerStack;
+using attnflow::Matrix;
+
+namespace {
+
+std::vector<int> allRows(int n) {
+  std::vector<int> rows(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) rows[static_cast<std::size_t>(i)] = i;
+  return rows;
+}
+
+// Kinds of random layered graphs; each is a stack of row-stochastic (or zero) rows, as the
+// residual mix produces, with the features that stress the fast path's shortcuts.
+enum Kind {
+  kSoftmax,    // softmax of random logits, alpha 0.5
+  kCausal,     // the same with W[i][j] = 0 for j > i
+  kAlphaOne,   // no residual
+  kAlphaZero,  // identity layers
+  kSparse,     // most entries zero
+  kTies,       // entries from {0, 1/4, 1/2, 3/4, 1} before normalisation: exact ties
+  kZeroRows,   // some rows all zero (alpha = 1)
+  kMaxFused,   // peaked rows (like max fusion re-normalised)
+  kMinFused,   // flat rows with a few near-zero entries (like min fusion re-normalised)
+  kRandomAlpha,
+  kNumKinds
+};
+
+LayerStack randomStack(std::mt19937& gen, int layers, int n, Kind kind) {
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  double alpha = 0.5;
+  if (kind == kAlphaOne || kind == kZeroRows) alpha = 1.0;
+  if (kind == kAlphaZero) alpha = 0.0;
+  if (kind == kRandomAlpha) alpha = u(gen);
+  const bool causal = kind == kCausal || (kind == kRandomAlpha && u(gen) < 0.5);
+  LayerStack stack;
+  for (int l = 0; l < layers; ++l) {
+    Matrix w(n, n);
+    for (int i = 0; i < n; ++i) {
+      for (int j = 0; j < n; ++j) {
+        double x;
+        switch (kind) {
+          case kSparse: x = u(gen) < 0.25 ? u(gen) : 0.0; break;
+          case kTies: x = std::floor(u(gen) * 5.0) / 4.0; break;
+          case kMaxFused: x = std::exp(4.0 * normal(gen)); break;
+          case kMinFused: x = u(gen) < 0.1 ? 1e-3 * u(gen) : 1.0 + 0.1 * u(gen); break;
+          default: x = std::exp(2.0 * normal(gen) + (j == i ? 1.0 : 0.0)); break;
+        }
+        if (causal && j > i) x = 0.0;
+        w(i, j) = x;
+      }
+      if (kind == kZeroRows && u(gen) < 0.25) w.row(i).setZero();
+    }
+    Matrix a(n, n);
+    for (int i = 0; i < n; ++i) {
+      const double s = w.row(i).sum();
+      for (int j = 0; j < n; ++j) a(i, j) = s > 0.0 ? alpha * w(i, j) / s : 0.0;
+      a(i, i) += 1.0 - alpha;
+      const double t = a.row(i).sum();
+      if (t > 0.0) a.row(i) /= t;
+    }
+    stack.push_back(a);
+  }
+  return stack;
+}
+
+double maxAbsDiff(const Matrix& a, const Matrix& b) {
+  return a.rows() == 0 || a.cols() == 0 ? 0.0 : (a - b).cwiseAbs().maxCoeff();
+}
+
+}  // namespace
+
+TEST_CASE("attention flow: fast equals the plain max-flow on thousands of random layered graphs") {
+  std::mt19937 gen(20240601);
+  int graphs = 0;
+  double worst = 0.0;
+  for (int it = 0; it < 2400; ++it) {
+    const int layers = 1 + it % 6;
+    const int n = 1 + (it / 6) % 10;
+    const auto kind = static_cast<Kind>((it / 60) % kNumKinds);
+    const LayerStack A = randomStack(gen, layers, n, kind);
+    for (int layer = 1; layer <= layers; ++layer) {
+      const Matrix fast = attnflow::attentionFlow(A, layer, allRows(n));
+      const Matrix ref = attnflow::attentionFlowReference(A, layer, allRows(n));
+      const double d = maxAbsDiff(fast, ref);
+      worst = std::max(worst, d);
+      if (d > 1e-9) {
+        FAIL("mismatch " << d << " at it " << it << " kind " << kind << " L " << layers
+                         << " n " << n << " layer " << layer);
+      }
+      ++graphs;
+    }
+  }
+  MESSAGE("compared " << graphs << " (graph, layer) cases, worst difference " << worst);
+  CHECK(worst <= 1e-9);
+}
+
+TEST_CASE("attention flow: single rows in any order and repeated rows agree with all rows") {
+  std::mt19937 gen(99);
+  for (int it = 0; it < 50; ++it) {
+    const int n = 2 + it % 9;
+    const LayerStack A = randomStack(gen, 4, n, static_cast<Kind>(it % kNumKinds));
+    const Matrix all = attnflow::attentionFlow(A, 4, allRows(n));
+    const std::vector<int> rows = {n - 1, 0, n - 1, n / 2};
+    const Matrix some = attnflow::attentionFlow(A, 4, rows);
+    for (std::size_t q = 0; q < rows.size(); ++q) {
+      CHECK(maxAbsDiff(some.row(static_cast<Eigen::Index>(q)), all.row(rows[q])) <= 1e-12);
+    }
+  }
+}
+
+TEST_CASE("attention flow: closed forms for one and two layers") {
+  std::mt19937 gen(5);
+  for (int it = 0; it < 200; ++it) {
+    const int n = 1 + it % 12;
+    const LayerStack A = randomStack(gen, 2, n, static_cast<Kind>(it % kNumKinds));
+    const Matrix one = attnflow::attentionFlow(A, 1, allRows(n));
+    CHECK(maxAbsDiff(one, A[0]) <= 1e-15);
+    const Matrix two = attnflow::attentionFlow(A, 2, allRows(n));
+    for (int i = 0; i < n; ++i) {
+      for (int j = 0; j < n; ++j) {
+        double expected = 0.0;
+        for (int k = 0; k < n; ++k) expected += std::min(A[1](i, k), A[0](k, j));
+        CHECK(std::abs(two(i, j) - expected) <= 1e-12);
+      }
+    }
+  }
+}
+
+TEST_CASE("attention flow: rollout <= flow <= min(1, colsum of A[1]) element-wise") {
+  std::mt19937 gen(11);
+  for (int it = 0; it < 120; ++it) {
+    const int n = 1 + it % 10;
+    const int layers = 1 + it % 6;
+    const LayerStack A = randomStack(gen, layers, n, static_cast<Kind>(it % kNumKinds));
+    const LayerStack R = attnflow::rolloutAll(A, attnflow::RolloutPrecision::Double);
+    const Eigen::RowVectorXd colsum = A[0].colwise().sum();
+    for (int layer = 1; layer <= layers; ++layer) {
+      const Matrix f = attnflow::attentionFlow(A, layer, allRows(n));
+      for (int i = 0; i < n; ++i) {
+        for (int j = 0; j < n; ++j) {
+          CHECK(f(i, j) >= R[static_cast<std::size_t>(layer - 1)](i, j) - 1e-12);
+          CHECK(f(i, j) <= std::min(1.0, colsum(j)) + 1e-12);
+          CHECK(f(i, j) >= 0.0);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("attention flow: synthetic model-like inputs, larger, fast vs reference") {
+  struct Case {
+    int layers, heads, n;
+    bool causal;
+    double alpha;
+  };
+  const Case cases[] = {{12, 4, 48, false, 0.5}, {12, 4, 48, true, 0.5}, {8, 4, 40, false, 1.0},
+                        {6, 3, 24, true, 1.0}};
+  for (const Case& c : cases) {
+    const LayerStack A = attnflow::synthetic::mixedStack({c.layers, c.heads, c.n, 7, c.causal},
+                                                         c.alpha);
+    const std::vector<int> rows = {0, c.n / 2, c.n - 1};
+    const Matrix fast = attnflow::attentionFlow(A, c.layers, rows);
+    const Matrix ref = attnflow::attentionFlowReference(A, c.layers, rows);
+    CHECK(maxAbsDiff(fast, ref) <= 1e-9);
+    // The same rows through the many-rows path.
+    const Matrix all = attnflow::attentionFlow(A, c.layers, allRows(c.n));
+    for (std::size_t q = 0; q < rows.size(); ++q) {
+      CHECK(maxAbsDiff(all.row(rows[q]), ref.row(static_cast<Eigen::Index>(q))) <= 1e-9);
+    }
+  }
+}
+
+TEST_CASE("attention flow: the bottleneck cut's capacity equals the flow") {
+  std::mt19937 gen(3);
+  for (int it = 0; it < 150; ++it) {
+    const int n = 1 + it % 8;
+    const int layers = 1 + it % 5;
+    const LayerStack A = randomStack(gen, layers, n, static_cast<Kind>(it % kNumKinds));
+    const int layer = 1 + it % layers;
+    const int row = it % n;
+    const int token = (it / 3) % n;
+    const attnflow::FlowBottleneck b = attnflow::flowBottleneck(A, layer, row, token);
+    double capacity = 0.0;
+    for (const attnflow::LayerEdge& e : b.cut) {
+      CHECK(e.layer >= 1);
+      CHECK(e.layer <= layer);
+      CHECK(e.capacity == doctest::Approx(A[static_cast<std::size_t>(e.layer - 1)](e.from, e.to)));
+      capacity += e.capacity;
+    }
+    CHECK(std::abs(capacity - b.value) <= 1e-9);
+    const Matrix f = attnflow::attentionFlow(A, layer, {row});
+    CHECK(std::abs(f(0, token) - b.value) <= 1e-9);
+  }
+  // L = 1: the cut is the single edge (row -> token).
+  const LayerStack one = {Matrix::Constant(3, 3, 1.0 / 3.0)};
+  const attnflow::FlowBottleneck b = attnflow::flowBottleneck(one, 1, 2, 0);
+  REQUIRE(b.cut.size() == 1);
+  CHECK(b.cut[0].layer == 1);
+  CHECK(b.cut[0].from == 2);
+  CHECK(b.cut[0].to == 0);
+}
+
+TEST_CASE("attention flow: progress is reported and cancellation throws Cancelled") {
+  std::mt19937 gen(8);
+  const LayerStack A = randomStack(gen, 4, 6, kSoftmax);
+  for (int reference = 0; reference < 2; ++reference) {
+    std::size_t lastDone = 0, lastTotal = 0, calls = 0;
+    const attnflow::Progress record = [&](std::size_t done, std::size_t total) {
+      CHECK(done >= lastDone);
+      lastDone = done;
+      lastTotal = total;
+      ++calls;
+      return true;
+    };
+    if (reference) {
+      attnflow::attentionFlowReference(A, 4, allRows(6), record);
+    } else {
+      attnflow::attentionFlow(A, 4, allRows(6), record);
+    }
+    CHECK(calls >= 2);
+    CHECK(lastTotal == 36);
+    CHECK(lastDone == 36);
+    int stopAfter = 2;
+    const attnflow::Progress stop = [&](std::size_t, std::size_t) { return --stopAfter > 0; };
+    if (reference) {
+      CHECK_THROWS_AS(attnflow::attentionFlowReference(A, 4, allRows(6), stop),
+                      attnflow::Cancelled);
+    } else {
+      CHECK_THROWS_AS(attnflow::attentionFlow(A, 4, allRows(6), stop), attnflow::Cancelled);
+    }
+  }
+}
+
+TEST_CASE("attention flow: bad layer, row or token is an InputError naming it") {
+  std::mt19937 gen(1);
+  const LayerStack A = randomStack(gen, 3, 4, kSoftmax);
+  CHECK_THROWS_WITH_AS(attnflow::attentionFlow(A, 0, {0}),
+                       doctest::Contains("layer 0 is out of range"), attnflow::InputError);
+  CHECK_THROWS_WITH_AS(attnflow::attentionFlow(A, 4, {0}),
+                       doctest::Contains("layer 4 is out of range"), attnflow::InputError);
+  CHECK_THROWS_WITH_AS(attnflow::attentionFlow(A, 2, {0, 4}),
+                       doctest::Contains("row 4 of layer 2 is out of range"),
+                       attnflow::InputError);
+  CHECK_THROWS_WITH_AS(attnflow::attentionFlow(A, 2, {-1}), doctest::Contains("row -1"),
+                       attnflow::InputError);
+  CHECK_THROWS_AS(attnflow::attentionFlowReference(A, 5, {0}), attnflow::InputError);
+  CHECK_THROWS_AS(attnflow::attentionFlowReference(A, 1, {7}), attnflow::InputError);
+  CHECK_THROWS_WITH_AS(attnflow::flowBottleneck(A, 2, 0, 9),
+                       doctest::Contains("token 9 is out of range"), attnflow::InputError);
+  CHECK_THROWS_AS(attnflow::flowBottleneck(A, 9, 0, 0), attnflow::InputError);
+  CHECK_THROWS_AS(attnflow::attentionFlow(LayerStack{}, 1, {0}), attnflow::InputError);
+  LayerStack ragged = A;
+  ragged[1] = Matrix::Zero(3, 3);
+  CHECK_THROWS_WITH_AS(attnflow::attentionFlow(ragged, 3, {0}), doctest::Contains("layer 2"),
+                       attnflow::InputError);
+  // No rows: an empty result, not an error.
+  CHECK(attnflow::attentionFlow(A, 3, {}).rows() == 0);
+}
