@@ -14,7 +14,8 @@ the same shape as the attnflow CLI (which also prints "options").
 
 Input: JSON (optionally gzip-compressed) {"tokens": [n], "attentions": [L][H][n][n]}, pre-fused
 [L][n][n], or the Hugging Face layout [L][B][H][n][n]; "attentions" may also be the whole file.
-.npy / .npz (array "attentions", optional "tokens") are read with numpy.
+.npy / .npz (array "attentions", optional "tokens") are read with numpy. A golden file of
+tests/fixtures/golden/ is read through its "input" member.
 
 Definitions (SEMANTICS.md), with rownorm(M) dividing each row by its sum and leaving a row that
 sums to 0 at 0:
@@ -66,6 +67,8 @@ def load_attention(path, batch=0):
             data = gzip.decompress(data)
         doc = json.loads(data.decode("utf-8"))
         tokens = None
+        if isinstance(doc, dict) and "attentions" not in doc and isinstance(doc.get("input"), dict):
+            doc = doc["input"]  # a golden file of tests/fixtures/golden/
         if isinstance(doc, dict):
             tokens = doc.get("tokens")
             doc = doc["attentions"]

@@ -9,15 +9,18 @@ For each method it runs `node web/cli.mjs METHOD FILE <options>` (from the repos
 scripts/reference/attnflow_reference.py with the same options, checks that tokens, layers, rows
 and the shape of the scores agree, and prints the max absolute difference of the scores and where
 it occurs. Exit status: 0 if every method agrees within --tol, 1 if not, 2 if a run failed.
-A user error reported by both sides (exit code 2 from both) counts as agreement.
+A user error reported by both sides (exit code 2 from both) counts as agreement. FILE may also
+be a golden file of tests/fixtures/golden/ (its "input" member is what both sides read).
 """
 
 import argparse
+import atexit
 import json
 import os
 import shlex
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -50,6 +53,19 @@ def main(argv=None):
     args = parser.parse_args(argv)
 
     path = os.path.abspath(args.file)
+    if path.endswith(".json"):
+        # A golden file of tests/fixtures/golden/ holds its input under "input": give the CLI
+        # just that part, as a user's file.
+        with open(path, "rb") as handle:
+            head = handle.read(64)
+        if head.lstrip().startswith(b'{"case"'):
+            with open(path, encoding="utf-8") as handle:
+                doc = json.load(handle)
+            temp = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False, encoding="utf-8")
+            json.dump(doc["input"], temp)
+            temp.close()
+            atexit.register(os.unlink, temp.name)
+            path = temp.name
     options = []
     for name in ("fusion", "heads", "alpha", "layers", "rows", "batch"):
         value = getattr(args, name)
