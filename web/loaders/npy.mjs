@@ -50,10 +50,9 @@ export function parseNpyHeader(bytes, what = 'the .npy file') {
 }
 
 /**
- * Checks that a parsed .npy holds a float attention tensor with exactly the bytes its shape
- * needs, and returns the dtype and element count.
+ * Checks that a parsed .npy header describes a C-ordered float array; returns its dtype.
  */
-export function checkFloatNpy(h, bytes, what) {
+export function checkFloatNpy(h, what) {
   const dtype = dtypeFromNumpy(h.descr);
   if (!dtype) {
     fail('E_FORMAT', `${what} has dtype '${h.descr}'; attention weights must be float16, float32 or float64`);
@@ -62,8 +61,13 @@ export function checkFloatNpy(h, bytes, what) {
     fail('E_FORMAT', `${what} is in Fortran order (fortran_order: True); save a C-ordered array ` +
       '(np.save(f, np.ascontiguousarray(a)))');
   }
-  const count = shapeCount(h.shape, what);
-  const need = count * dtype.size, have = bytes.length - h.dataOffset;
+  shapeCount(h.shape, what);
+  return dtype;
+}
+
+/** Checks that the data after the header is exactly what the shape and dtype need. */
+export function checkNpyBytes(h, dtype, bytes, what) {
+  const need = shapeCount(h.shape, what) * dtype.size, have = bytes.length - h.dataOffset;
   if (have < need) {
     fail('E_FORMAT', `${what} is truncated: shape ${shapeStr(h.shape)} ${dtype.label} needs ${need} bytes of data, ` +
       `only ${have} follow the header`);
@@ -72,17 +76,16 @@ export function checkFloatNpy(h, bytes, what) {
     fail('E_FORMAT', `${what} does not match its header: shape ${shapeStr(h.shape)} ${dtype.label} needs ${need} ` +
       `bytes of data, but ${have} follow the header`);
   }
-  return dtype;
 }
 
 /** Reads a whole .npy file. */
 export function loadNpy(bytes, options, name) {
   const what = name || 'the .npy file';
   const h = parseNpyHeader(bytes, what);
-  const dtype = checkFloatNpy(h, bytes, what);
+  const dtype = checkFloatNpy(h, what);
   return fromTensor({
     format: 'npy', what: name ? `${name} (.npy)` : 'the .npy array', bytes, offset: h.dataOffset,
-    shape: h.shape, dtype, tokens: undefined, options,
+    shape: h.shape, dtype, tokens: undefined, options, checkBytes: () => checkNpyBytes(h, dtype, bytes, what),
   });
 }
 

@@ -3,9 +3,9 @@
 
 import { fail } from '../errors.mjs';
 import { listZip, readEntry, peekEntry } from './zip.mjs';
-import { parseNpyHeader, checkFloatNpy, npyStrings } from './npy.mjs';
+import { parseNpyHeader, checkFloatNpy, checkNpyBytes, npyStrings } from './npy.mjs';
 import { dtypeFromNumpy } from './dtype.mjs';
-import { fromTensor } from './tensor.mjs';
+import { fromTensor, tensorLayout, shapeCount, shapeStr } from './tensor.mjs';
 
 const base = (name) => name.replace(/\.npy$/, '');
 
@@ -31,9 +31,19 @@ export function loadNpz(bytes, options, name) {
     att = cands[0];
   }
   const attWhat = `${what}: array "${base(att.name)}"`;
+  // Check the header before inflating: the shape must pass the size guard and agree with the
+  // entry's declared size, so a hostile archive cannot make us allocate more than it claims.
+  const h0 = parseNpyHeader(peekEntry(bytes, att, 65536 + 12, what), attWhat);
+  const dtype0 = checkFloatNpy(h0, attWhat);
+  tensorLayout(h0.shape, attWhat, options);
+  const need = h0.dataOffset + shapeCount(h0.shape, attWhat) * dtype0.size;
+  if (att.usize !== need) {
+    fail('E_FORMAT', `${attWhat} is truncated or does not match its header: shape ${shapeStr(h0.shape)} ` +
+      `${dtype0.label} needs ${need} bytes, the entry holds ${att.usize}`);
+  }
   const data = readEntry(bytes, att, what);
   const h = parseNpyHeader(data, attWhat);
-  const dtype = checkFloatNpy(h, data, attWhat);
+  const dtype = checkFloatNpy(h, attWhat);
 
   let tokens;
   const tokNpy = entries.find((e) => e.name === 'tokens.npy');
@@ -46,5 +56,6 @@ export function loadNpz(bytes, options, name) {
   }
   return fromTensor({
     format: 'npz', what: attWhat, bytes: data, offset: h.dataOffset, shape: h.shape, dtype, tokens, options,
+    checkBytes: () => checkNpyBytes(h, dtype, data, attWhat),
   });
 }

@@ -56,13 +56,6 @@ export function loadSafetensors(bytes, options, name) {
   if (!Number.isSafeInteger(begin) || !Number.isSafeInteger(end) || begin < 0 || end < begin) {
     fail('E_FORMAT', `${tWhat} has invalid data_offsets ${JSON.stringify(t.data_offsets)}`);
   }
-  if (end - begin !== count * dtype.size) {
-    fail('E_FORMAT', `${tWhat}: shape ${shapeStr(t.shape)} ${dtype.label} needs ${count * dtype.size} bytes, ` +
-      `data_offsets span ${end - begin}`);
-  }
-  if (dataStart + end > bytes.length) {
-    fail('E_FORMAT', `${what} is truncated: tensor "${key}" ends at byte ${dataStart + end}, the file has ${bytes.length}`);
-  }
   let tokens;
   if (md.tokens !== undefined) {
     if (typeof md.tokens !== 'string') fail('E_INPUT', `${what}: __metadata__.tokens must be a JSON string`);
@@ -74,5 +67,14 @@ export function loadSafetensors(bytes, options, name) {
   return fromTensor({
     format: 'safetensors', what: tWhat, bytes, offset: dataStart + begin, shape: t.shape, dtype, tokens, options,
     meta: Object.keys(rest).length ? rest : undefined,
+    checkBytes: () => {
+      if (end - begin !== count * dtype.size) {
+        fail('E_FORMAT', `${tWhat}: shape ${shapeStr(t.shape)} ${dtype.label} needs ${count * dtype.size} bytes, ` +
+          `data_offsets span ${end - begin}`);
+      }
+      if (dataStart + end > bytes.length) {
+        fail('E_FORMAT', `${what} is truncated: tensor "${key}" ends at byte ${dataStart + end}, the file has ${bytes.length}`);
+      }
+    },
   });
 }
