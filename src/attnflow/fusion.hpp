@@ -9,22 +9,27 @@ namespace attnflow {
 
 enum class Fusion { Mean, Max, Min };
 
-/// Divides every row by its sum; a row that sums to 0 stays 0.
+/// Divides every row by its sum; a row that sums to 0 stays 0. Entries are assumed >= 0.
 void normalizeRows(Matrix& m);
 
-/// Fuses the heads of one layer: `rownorm(mean_h W[h])` (or element-wise max/min), over the heads
-/// listed in `selectedHeads` (0-based; empty = all heads).
+/// Fuses the heads of one layer: `rownorm(mean_h W[h])` (or element-wise max/min, then rownorm),
+/// over the heads listed in `selectedHeads` (0-based, any order; empty = all heads). A fused row
+/// that sums to 0 stays 0.
 /// `heads` points at numHeads * n * n doubles, head-major then row-major: W[h][i][j] is at
 /// heads[(h * n + i) * n + j]. `layer` (1-based) is only used in error messages.
-/// Throws InputError on a NaN/Inf/negative value (naming layer, head, row, column), on a head
-/// index out of range or repeated, and on numHeads < 1 or n < 1.
+/// Only the selected heads are read, so only they are validated.
+/// Throws InputError on a NaN/Inf/negative value (naming layer, head, row, column and the value),
+/// on a head index out of range or repeated, and on numHeads < 1 or n < 1.
+/// Cost: one pass over the selected heads (validation and accumulation together).
 Matrix fuseHeads(const double* heads, int numHeads, int n, Fusion fusion,
                  const std::vector<int>& selectedHeads, int layer);
 
 /// Validates an already fused layer (n * n doubles, row-major) and row-normalises it.
+/// Throws InputError like fuseHeads (the message names layer, row and column; there is no head).
 Matrix takeFusedLayer(const double* fused, int n, int layer);
 
-/// `rownorm(alpha * F + (1 - alpha) * I)`. Throws InputError unless 0 <= alpha <= 1.
+/// `rownorm(alpha * F + (1 - alpha) * I)`. Throws InputError unless 0 <= alpha <= 1 or if F is
+/// not square. A zero row of F becomes e_i for alpha < 1 and stays 0 for alpha = 1.
 Matrix mixResidual(const Matrix& fused, double alpha);
 
 /// mixResidual applied to every layer of a stack.

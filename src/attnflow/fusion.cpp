@@ -1,0 +1,208 @@
+// Head fusion and residual mixing; see fusion.hpp and SEMANTICS.md.
+#include "attnflow/fusion.hpp"
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <string>
+
+#include "attnflow/errors.hpp"
+
+namespace attnflow {
+
+namespace {
+
+constexpr double kMaxFinite = std::numeric_limits<double>::max();
+
+// Shortest of %.15g..%.17g that reads back as the same double, so -0.2 prints as "-0.2".
+// snprintf, not iostreams: <sstream> adds ~120 KB to the WASM module (TOOLCHAIN.md).
+std::string formatValue(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
+  char buffer[40];
+  for (int precision = 15; precision <= 17; ++precision) {
+    std::snprintf(buffer, sizeof buffer, "%.*g", precision, v);
+    if (std::strtod(buffer, nullptr) == v) break;
+  }
+  return buffer;
+}
+
+std::string where(int layer, int head, int row, int column) {
+  std::string text = "layer " + std::to_string(layer);
+  if (head >= 0) text += ", head " + std::to_string(head);
+  return text + ", row " + std::to_string(row) + ", column " + std::to_string(column);
+}
+
+[[noreturn]] void throwBadValue(double v, int layer, int head, int row, int column) {
+  std::string problem;
+  if (std::isnan(v)) {
+    problem = "value NaN is not a number";
+  } else if (std::isinf(v)) {
+    problem = "value " + formatValue(v) + " is not finite";
+  } else {
+    problem = "value " + formatValue(v) + " is negative (attention weights must be >= 0)";
+  }
+  throw InputError(where(layer, head, row, column) + ": " + problem);
+}
+
+// True when every value of the row is finite and >= 0 (NaN fails both comparisons). The flag is
+// 64 bits wide, like the doubles, which lets clang vectorise the loop under -msimd128.
+inline bool rowIsValid(const double* row, std::size_t n) {
+  std::int64_t bad = 0;
+  for (std::size_t j = 0; j < n; ++j) {
+    const double v = row[j];
+    bad |= !(v >= 0.0 && v <= kMaxFinite);
+  }
+  return bad == 0;
+}
+
+// Cold path: find the offending column of a row that failed rowIsValid and throw.
+[[noreturn]] void throwFirstBad(const double* row, std::size_t n, int layer, int head, int i) {
+  for (std::size_t j = 0; j < n; ++j) {
+    const double v = row[j];
+    if (!(v >= 0.0 && v <= kMaxFinite)) throwBadValue(v, layer, head, i, static_cast<int>(j));
+  }
+  throw InputError(where(layer, head, i, 0) + ": invalid value");  // unreachable
+}
+
+void checkSize(int n, std::size_t numMatrices, int layer) {
+  if (n < 1) {
+    throw InputError("layer " + std::to_string(layer) + ": the attention matrices are empty (" +
+                     std::to_string(n) + " tokens)");
+  }
+  // n * n * numMatrices doubles must be addressable (size_t is 32 bits in WASM).
+  const std::size_t limit = std::numeric_limits<std::size_t>::max() / sizeof(double);
+  const auto un = static_cast<std::size_t>(n);
+  if (un > limit / un / numMatrices) {
+    throw InputError("layer " + std::to_string(layer) + ": " + std::to_string(n) +
+                     " tokens is too large to hold in memory");
+  }
+}
+
+}  // namespace
+
+void normalizeRows(Matrix& m) {
+  const auto rows = static_cast<std::size_t>(m.rows());
+  const auto cols = static_cast<std::size_t>(m.cols());
+  double* data = m.data();
+  for (std::size_t i = 0; i < rows; ++i) {
+    double* row = data + i * cols;
+    double sum = 0.0;
+    for (std::size_t j = 0; j < cols; ++j) sum += row[j];
+    if (sum > 0.0) {
+      // Division (not multiplication by 1/sum) so the result matches the reference to the ulp.
+      for (std::size_t j = 0; j < cols; ++j) row[j] /= sum;
+    }
+  }
+}
+
+Matrix fuseHeads(const double* heads, int numHeads, int n, Fusion fusion,
+                 const std::vector<int>& selectedHeads, int layer) {
+  if (numHeads < 1) {
+    throw InputError("layer " + std::to_string(layer) + " has no heads (" +
+                     std::to_string(numHeads) + ")");
+  }
+  checkSize(n, static_cast<std::size_t>(numHeads), layer);
+
+  std::vector<int> chosen;
+  if (selectedHeads.empty()) {
+    chosen.resize(static_cast<std::size_t>(numHeads));
+    for (int h = 0; h < numHeads; ++h) chosen[static_cast<std::size_t>(h)] = h;
+  } else {
+    std::vector<bool> seen(static_cast<std::size_t>(numHeads), false);
+    for (int h : selectedHeads) {
+      if (h < 0 || h >= numHeads) {
+        throw InputError("head " + std::to_string(h) + " is out of range (the file has " +
+                         std::to_string(numHeads) + " heads)");
+      }
+      if (seen[static_cast<std::size_t>(h)]) {
+        throw InputError("head " + std::to_string(h) + " is selected more than once");
+      }
+      seen[static_cast<std::size_t>(h)] = true;
+    }
+    chosen = selectedHeads;
+  }
+
+  const auto un = static_cast<std::size_t>(n);
+  Matrix fused(n, n);
+  double* out = fused.data();
+  bool first = true;
+  for (int h : chosen) {
+    const double* w = heads + static_cast<std::size_t>(h) * un * un;
+    for (std::size_t i = 0; i < un; ++i) {
+      const double* in = w + i * un;
+      double* acc = out + i * un;
+      if (!rowIsValid(in, un)) throwFirstBad(in, un, layer, h, static_cast<int>(i));
+      // The row is still in L1 after the check, so this is effectively the same pass.
+      if (first) {
+        for (std::size_t j = 0; j < un; ++j) acc[j] = in[j];
+      } else if (fusion == Fusion::Mean) {
+        // A sum, not a mean: the row normalisation below divides the 1/H out anyway.
+        for (std::size_t j = 0; j < un; ++j) acc[j] += in[j];
+      } else if (fusion == Fusion::Max) {
+        for (std::size_t j = 0; j < un; ++j) acc[j] = in[j] > acc[j] ? in[j] : acc[j];
+      } else {
+        for (std::size_t j = 0; j < un; ++j) acc[j] = in[j] < acc[j] ? in[j] : acc[j];
+      }
+    }
+    first = false;
+  }
+  normalizeRows(fused);
+  return fused;
+}
+
+Matrix takeFusedLayer(const double* fused, int n, int layer) {
+  checkSize(n, 1, layer);
+  const auto un = static_cast<std::size_t>(n);
+  Matrix result(n, n);
+  double* out = result.data();
+  for (std::size_t i = 0; i < un; ++i) {
+    const double* in = fused + i * un;
+    if (!rowIsValid(in, un)) throwFirstBad(in, un, layer, -1, static_cast<int>(i));
+    for (std::size_t j = 0; j < un; ++j) out[i * un + j] = in[j];
+  }
+  normalizeRows(result);
+  return result;
+}
+
+namespace {
+
+void checkAlpha(double alpha) {
+  if (!(alpha >= 0.0 && alpha <= 1.0)) {
+    throw InputError("alpha must be between 0 and 1 (got " + formatValue(alpha) + ")");
+  }
+}
+
+Matrix mixOne(const Matrix& fused, double alpha, int layer) {
+  if (fused.rows() != fused.cols()) {
+    throw InputError((layer > 0 ? "layer " + std::to_string(layer) : std::string("a fused layer")) +
+                     " must be square (got " + std::to_string(fused.rows()) + " x " +
+                     std::to_string(fused.cols()) + ")");
+  }
+  Matrix mixed = alpha * fused;
+  mixed.diagonal().array() += 1.0 - alpha;
+  normalizeRows(mixed);  // only changes anything for a zero row of F (or rounding)
+  return mixed;
+}
+
+}  // namespace
+
+Matrix mixResidual(const Matrix& fused, double alpha) {
+  checkAlpha(alpha);
+  return mixOne(fused, alpha, 0);
+}
+
+LayerStack mixResidual(const LayerStack& fused, double alpha) {
+  checkAlpha(alpha);
+  LayerStack mixed;
+  mixed.reserve(fused.size());
+  for (std::size_t l = 0; l < fused.size(); ++l) {
+    mixed.push_back(mixOne(fused[l], alpha, static_cast<int>(l) + 1));
+  }
+  return mixed;
+}
+
+}  // namespace attnflow
