@@ -1,0 +1,152 @@
+// Deterministic synthetic attention for the benchmark: per head, a softmax of random logits with
+// a diagonal, a first-token ("sink") and a previous-token bias, optionally causal. The same spec
+// is implemented by the native benchmark (bench/native), and both sides can also read the .npy
+// written here, so every implementation in `npm run bench` sees the same numbers.
+//
+// Spec (version 1), for layer l, head h, row i, column j, all loops in that order (l, h, i, j):
+//   PRNG   mulberry32 (32-bit state), state = seed; next():
+//            state = (state + 0x6D2B79F5) mod 2^32; t = state;
+//            t = (t ^ (t >>> 15)) * (t | 1)            (32-bit multiply)
+//            t ^= t + (t ^ (t >>> 7)) * (t | 61)      (32-bit arithmetic)
+//            return (t ^ (t >>> 14)) >>> 0
+//          u = next() / 2^32 (a double in [0, 1), exact)
+//   logit  = SPREAD * (2u - 1) + DIAG * [j == i] + SINK * [j == 0] + PREV * [j == i - 1]
+//            one u is drawn for every (l, h, i, j), also for masked cells, so causal and full
+//            inputs share their random stream
+//   causal cells j > i are masked (weight exactly 0)
+//   row    w_j = exp(logit_j - max_k logit_k) / sum_k exp(...), in float64, then stored as
+//          float32 (the dtype real models export)
+// exp() may differ by an ulp between libms; the float32 rounding hides that almost always, and
+// the benchmark passes the .npy file itself to every implementation anyway.
+import { open } from 'node:fs/promises';
+
+export const SPEC_VERSION = 1;
+export const SPREAD = 2;
+export const DIAG = 1.5;
+export const SINK = 2.5;
+export const PREV = 1.5;
+
+/** mulberry32, as specified above. Returns a function giving doubles in [0, 1). */
+export function mulberry32(seed) {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6D2B79F5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/**
+ * Yields one layer at a time as a Float32Array of H*n*n values (head-major, then row-major),
+ * so a 400 MB input never has to sit in memory twice.
+ */
+export function* syntheticLayers({ layers, heads, tokens: n, seed = 1, causal = false }) {
+  const random = mulberry32(seed);
+  const logits = new Float64Array(n);
+  for (let l = 0; l < layers; l++) {
+    const out = new Float32Array(heads * n * n);
+    for (let h = 0; h < heads; h++) {
+      for (let i = 0; i < n; i++) {
+        let max = -Infinity;
+        for (let j = 0; j < n; j++) {
+          let x = SPREAD * (2 * random() - 1);
+          if (j === i) x += DIAG;
+          if (j === 0) x += SINK;
+          if (j === i - 1) x += PREV;
+          logits[j] = x;
+          if (!(causal && j > i) && x > max) max = x;
+        }
+        let sum = 0;
+        for (let j = 0; j < n; j++) {
+          const e = causal && j > i ? 0 : Math.exp(logits[j] - max);
+          logits[j] = e;
+          sum += e;
+        }
+        const base = (h * n + i) * n;
+        for (let j = 0; j < n; j++) out[base + j] = logits[j] / sum;
+      }
+    }
+    yield out;
+  }
+}
+
+/** The whole [L][H][n][n] tensor as one Float32Array. */
+export function syntheticAttention(shape) {
+  const { layers, heads, tokens: n } = shape;
+  const all = new Float32Array(layers * heads * n * n);
+  let l = 0;
+  for (const layer of syntheticLayers(shape)) all.set(layer, (l++) * heads * n * n);
+  return all;
+}
+
+/** A .npy (version 1.0) header for a little-endian float32 C-order array of `shape`. */
+export function npyHeader(shape) {
+  const dict = `{'descr': '<f4', 'fortran_order': False, 'shape': (${shape.join(', ')}${shape.length === 1 ? ',' : ''}), }`;
+  const unpadded = 10 + dict.length + 1;
+  const padded = Math.ceil(unpadded / 64) * 64;
+  const header = `${dict}${' '.repeat(padded - unpadded)}\n`;
+  const bytes = new Uint8Array(10 + header.length);
+  bytes.set([0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59, 1, 0]);  // \x93NUMPY v1.0
+  bytes[8] = header.length & 0xff;
+  bytes[9] = header.length >> 8;
+  for (let k = 0; k < header.length; k++) bytes[10 + k] = header.charCodeAt(k);
+  return bytes;
+}
+
+/** The synthetic input as the bytes of a .npy file [L, H, n, n] float32 (in memory). */
+export function syntheticNpy(shape) {
+  const { layers, heads, tokens: n } = shape;
+  const header = npyHeader([layers, heads, n, n]);
+  const bytes = new Uint8Array(header.length + layers * heads * n * n * 4);
+  bytes.set(header);
+  let offset = header.length;
+  for (const layer of syntheticLayers(shape)) {
+    bytes.set(new Uint8Array(layer.buffer, layer.byteOffset, layer.byteLength), offset);
+    offset += layer.byteLength;
+  }
+  return bytes;
+}
+
+/** Streams the synthetic input to a .npy file layer by layer; returns its size in bytes. */
+export async function writeSyntheticNpy(path, shape) {
+  const { layers, heads, tokens: n } = shape;
+  const file = await open(path, 'w');
+  try {
+    const header = npyHeader([layers, heads, n, n]);
+    await file.write(header);
+    for (const layer of syntheticLayers(shape)) {
+      await file.write(new Uint8Array(layer.buffer, layer.byteOffset, layer.byteLength));
+    }
+    return header.length + layers * heads * n * n * 4;
+  } finally {
+    await file.close();
+  }
+}
+
+/**
+ * The residual-mixed matrices the peers run max-flow on, computed here independently of attnflow:
+ * A[l] = rownorm(alpha * rownorm(mean_h W[l][h]) + (1 - alpha) * I), float64, each n*n.
+ */
+export function mixedLayers(attention, { layers, heads, tokens: n }, alpha) {
+  const result = [];
+  for (let l = 0; l < layers; l++) {
+    const A = new Float64Array(n * n);
+    for (let h = 0; h < heads; h++) {
+      const base = (l * heads + h) * n * n;
+      for (let k = 0; k < n * n; k++) A[k] += attention[base + k];
+    }
+    for (let i = 0; i < n; i++) {
+      let sum = 0;
+      for (let j = 0; j < n; j++) sum += A[i * n + j];
+      for (let j = 0; j < n; j++) A[i * n + j] = sum > 0 ? (alpha * A[i * n + j]) / sum : 0;
+      A[i * n + i] += 1 - alpha;
+      let total = 0;
+      for (let j = 0; j < n; j++) total += A[i * n + j];
+      if (total > 0) for (let j = 0; j < n; j++) A[i * n + j] /= total;
+    }
+    result.push(A);
+  }
+  return result;
+}

@@ -1,0 +1,161 @@
+// computeParallel / ParallelAttention (web/parallel.mjs): the merged result must be bitwise the
+// single-threaded compute's, progress must reach its total, cancel must reject with E_CANCELLED
+// and stop the workers, and errors raised inside a worker must arrive with their code and message.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { AttnflowError, FusedAttention, loadAttention } from 'attnflow';
+import { computeParallel, ParallelAttention } from '../../web/parallel.mjs';
+import { npyHeader, syntheticNpy } from '../../bench/synthetic.mjs';
+
+const SMALL = { layers: 5, heads: 3, tokens: 12, seed: 11 };
+const CAUSAL = { layers: 4, heads: 2, tokens: 10, seed: 5, causal: true };
+
+async function single(bytes, method, options) {
+  const fused = await FusedAttention.create(await loadAttention(bytes, { name: 'x.npy' }), options);
+  try {
+    return fused.compute(method, options);
+  } finally {
+    fused.dispose();
+  }
+}
+
+function assertBitwiseEqual(actual, expected) {
+  assert.equal(actual.method, expected.method);
+  assert.deepEqual(actual.layers, expected.layers);
+  assert.deepEqual(actual.rows, expected.rows);
+  assert.deepEqual(actual.tokens, expected.tokens);
+  assert.equal(actual.numTokens, expected.numTokens);
+  assert.deepEqual(actual.options, expected.options);
+  assert.equal(actual.scores.length, expected.scores.length);
+  for (let k = 0; k < expected.scores.length; k++) {
+    if (!Object.is(actual.scores[k], expected.scores[k])) {
+      assert.fail(`score ${k} differs: ${actual.scores[k]} vs ${expected.scores[k]}`);
+    }
+  }
+  assert.equal(JSON.stringify(actual), JSON.stringify(expected));
+}
+
+test('flow split by layers equals single-threaded compute bitwise', async () => {
+  const bytes = syntheticNpy(SMALL);
+  for (const options of [
+    { layers: 'all', normalize: false },
+    { layers: [2, 5, 3], rows: [11, 0, 4], alpha: 1 },
+    { layers: 'all', fusion: 'max', heads: [0, 2] },
+  ]) {
+    const expected = await single(bytes, 'flow', options);
+    const actual = await computeParallel({ bytes, name: 'x.npy' }, 'flow', { ...options, workers: 2 });
+    assertBitwiseEqual(actual, expected);
+  }
+});
+
+test('flow split by rows (one layer) equals single-threaded compute bitwise, also causal', async () => {
+  for (const shape of [SMALL, CAUSAL]) {
+    const bytes = syntheticNpy(shape);
+    for (const options of [{}, { rows: [3, 1, 2], normalize: false }, { layers: [2], alpha: 0.2 }]) {
+      const expected = await single(bytes, 'flow', options);
+      for (const workers of [1, 2, 3]) {
+        const actual = await computeParallel({ bytes: bytes.buffer }, 'flow', { ...options, workers });
+        assertBitwiseEqual(actual, expected);
+      }
+    }
+  }
+});
+
+test('raw and rollout go through the pool unchanged; scoresFor and toJSON work', async () => {
+  const bytes = syntheticNpy(SMALL);
+  const pool = await ParallelAttention.open({ bytes, name: 'x.npy' }, { workers: 2 });
+  try {
+    assert.equal(pool.numLayers, SMALL.layers);
+    assert.equal(pool.numTokens, SMALL.tokens);
+    for (const method of ['raw', 'rollout', 'flow']) {
+      const options = { layers: 'all', rows: [0, 7] };
+      const expected = await single(bytes, method, options);
+      const actual = await pool.compute(method, options);
+      assertBitwiseEqual(actual, expected);
+      assert.deepEqual(actual.scoresFor(3, 7), expected.scoresFor(3, 7));
+      assert.throws(() => actual.scoresFor(3, 1), (error) => error.code === 'E_OPTION');
+    }
+  } finally {
+    pool.close();
+  }
+});
+
+test('progress is monotone and reaches its total exactly once at the end', async () => {
+  const bytes = syntheticNpy(SMALL);
+  const calls = [];
+  const result = await computeParallel({ bytes }, 'flow', {
+    layers: 'all', workers: 2, onProgress: (done, total) => { calls.push([done, total]); },
+  });
+  const total = SMALL.layers * SMALL.tokens * SMALL.tokens;
+  assert.ok(calls.length >= 1);
+  for (let k = 0; k < calls.length; k++) {
+    assert.equal(calls[k][1], total);
+    if (k > 0) assert.ok(calls[k][0] >= calls[k - 1][0], `progress went back at call ${k}`);
+    assert.equal(calls[k][0] === total, k === calls.length - 1, `done === total only at the last call (${k})`);
+  }
+  assert.deepEqual(calls.at(-1), [total, total]);
+  assert.equal(result.scores.length, total);
+});
+
+test('abort rejects with E_CANCELLED and closes the pool', async () => {
+  const bytes = syntheticNpy(SMALL);
+  const pool = await ParallelAttention.open({ bytes }, { workers: 2 });
+  const controller = new AbortController();
+  const running = pool.compute('flow', { layers: 'all', signal: controller.signal });
+  controller.abort();
+  await assert.rejects(running, (error) => error instanceof AttnflowError && error.code === 'E_CANCELLED');
+  await assert.rejects(pool.compute('flow', {}), (error) => error.code === 'E_OPTION' && /closed/.test(error.message));
+  pool.close();  // a second close is harmless
+});
+
+test('abort while the workers compute, and onProgress returning false, cancel too', async () => {
+  const bytes = syntheticNpy(SMALL);
+  const controller = new AbortController();
+  await assert.rejects(
+    computeParallel({ bytes }, 'flow', {
+      layers: 'all', workers: 2, signal: controller.signal, onProgress: () => controller.abort(),
+    }),
+    (error) => error.code === 'E_CANCELLED',
+  );
+  await assert.rejects(
+    computeParallel({ bytes }, 'flow', { layers: 'all', workers: 2, onProgress: () => false }),
+    (error) => error.code === 'E_CANCELLED',
+  );
+  const aborted = AbortSignal.abort();
+  await assert.rejects(computeParallel({ bytes }, 'flow', { signal: aborted }), (error) => error.code === 'E_CANCELLED');
+});
+
+test('an error inside a worker arrives with the code and message of the single-threaded error', async () => {
+  // A NaN in layer 2, head 1, row 3 of an otherwise valid .npy.
+  const bytes = syntheticNpy(SMALL);
+  const n = SMALL.tokens;
+  const header = npyHeader([SMALL.layers, SMALL.heads, n, n]).length;
+  new DataView(bytes.buffer).setFloat32(header + 4 * (((1 * SMALL.heads + 1) * n + 3) * n + 4), NaN, true);
+  let expected;
+  try {
+    await single(bytes, 'flow', {});
+    assert.fail('the single-threaded compute accepted a NaN');
+  } catch (error) {
+    expected = error;
+  }
+  assert.equal(expected.code, 'E_INPUT');
+  await assert.rejects(computeParallel({ bytes, name: 'x.npy' }, 'flow', { workers: 2 }), (error) => {
+    assert.ok(error instanceof AttnflowError);
+    assert.equal(error.code, expected.code);
+    assert.equal(error.message, expected.message);
+    return true;
+  });
+  // Not a format at all, and a truncated .npy.
+  await assert.rejects(computeParallel({ bytes: new TextEncoder().encode('hello') }, 'flow', {}),
+    (error) => error.code === 'E_FORMAT');
+  await assert.rejects(computeParallel({ bytes: bytes.subarray(0, 500), name: 'x.npy' }, 'flow', {}),
+    (error) => error.code === 'E_FORMAT' || error.code === 'E_INPUT');
+});
+
+test('invalid options are refused with E_OPTION', async () => {
+  const bytes = syntheticNpy(SMALL);
+  await assert.rejects(computeParallel({ bytes }, 'flow', { rows: [SMALL.tokens] }), (error) => error.code === 'E_OPTION');
+  await assert.rejects(computeParallel({ bytes }, 'flow', { heads: [7] }), (error) => error.code === 'E_OPTION');
+  await assert.rejects(computeParallel({ bytes }, 'flow', { workers: 0 }), (error) => error.code === 'E_OPTION');
+  await assert.rejects(computeParallel({ bytes: [1, 2, 3] }, 'flow', {}), (error) => error.code === 'E_INPUT');
+});

@@ -1,0 +1,62 @@
+// attnflow/web/parallel.mjs: long flow computations split across worker_threads (Node) or module
+// Web Workers (browser). Results are bitwise those of FusedAttention.compute.
+import type { ComputeOptions, FusionOptions, Method, Result } from './index.d.ts';
+
+/** The raw bytes of a file `loadAttention` reads, with its load options. */
+export interface ParallelInput {
+  /** Node: shared with every worker through one SharedArrayBuffer (copied into one unless it is
+   *  one already). Browser: copied once per worker and transferred. */
+  bytes: Uint8Array | ArrayBuffer | SharedArrayBuffer;
+  /** File name, a hint for the format (e.g. "x.npy"). */
+  name?: string;
+  /** Batch item of a Hugging Face [L][B][H][n][n] layout. */
+  batch?: number;
+  /** Token strings, for formats that carry none. */
+  tokens?: string[];
+}
+
+export interface ParallelOpenOptions extends FusionOptions {
+  /** Worker count, 1..64; default min(2, hardware threads). */
+  workers?: number;
+  /** Aborting rejects with AttnflowError E_CANCELLED and terminates the workers. */
+  signal?: AbortSignal;
+}
+
+export interface ParallelComputeOptions extends ComputeOptions {
+  /** Aborting rejects with AttnflowError E_CANCELLED and terminates the workers (the pool closes). */
+  signal?: AbortSignal;
+  /**
+   * Aggregated over the workers, in max-flow problems (layers x rows x tokens). Called from the
+   * main thread as workers report (throttled), and with done === total once at the end. Returning
+   * false cancels like `signal`.
+   */
+  onProgress?: (done: number, total: number) => boolean | void;
+}
+
+/**
+ * A pool of workers that each loaded the input and fused its heads once; compute many times,
+ * then close(). Flow work is split by layers (whole layers per task, deepest first, to the
+ * next idle worker) when at least `workers` layers are asked for, else by rows (round-robin);
+ * raw and rollout run whole on one worker. Computations on one pool run one after another.
+ */
+export class ParallelAttention {
+  /** Rejects with the loader's AttnflowError (same code and message) for a bad input. */
+  static open(input: ParallelInput, options?: ParallelOpenOptions): Promise<ParallelAttention>;
+  readonly tokens: string[];
+  readonly numLayers: number;
+  /** 0 for pre-fused input. */
+  readonly numHeads: number;
+  readonly numTokens: number;
+  readonly warnings: string[];
+  readonly workerCount: number;
+  compute(method: Method, options?: ParallelComputeOptions): Promise<Result>;
+  /** Terminates the workers (in Node they keep the process alive until then). Idempotent. */
+  close(): void;
+}
+
+/** One-shot: open a pool, compute, close. Options are those of open() and compute() together. */
+export function computeParallel(
+  input: ParallelInput,
+  method: Method,
+  options?: ParallelOpenOptions & ParallelComputeOptions,
+): Promise<Result>;

@@ -1,0 +1,333 @@
+// Long computations split across threads: worker_threads in Node, module Web Workers in the
+// browser (same code). Each worker loads the input's bytes and fuses the heads itself, then runs
+// the package's own compute on a share of the work, so every number is produced by exactly the
+// code a single-threaded compute would run, and the merged result is bitwise the same.
+//
+// How work is split (flow only; raw and rollout are cheap and run whole on one worker):
+// - several layers requested, at least as many as workers: one task per layer, largest layer
+//   first, handed to whichever worker is idle (a layer's cost grows with its depth);
+// - otherwise each layer's rows are dealt round-robin into one share per worker (row i to share
+//   i mod workers), which balances causal inputs, where later rows cost more.
+// Cancel (AbortSignal, or onProgress returning false) terminates the workers: a flow is one
+// synchronous WebAssembly call that cannot be interrupted from outside its thread.
+import { AttnflowError, fail } from './errors.mjs';
+import { resolveCompute } from './options.mjs';
+
+const IS_NODE = typeof process === 'object' && typeof process.versions?.node === 'string';
+const WORKER_URL = new URL('./parallel-worker.mjs', import.meta.url);
+
+/** Scores with their own description; the same shape and behaviour as FusedAttention.compute's. */
+class ParallelResult {
+  constructor({ method, tokens, layers, rows, options, scores }) {
+    this.method = method;
+    this.tokens = tokens;
+    this.layers = layers;
+    this.rows = rows;
+    this.numTokens = tokens.length;
+    this.options = options;
+    this.scores = scores;
+    Object.freeze(this);
+  }
+
+  scoresFor(layer, row) {
+    const l = this.layers.indexOf(layer);
+    const r = this.rows.indexOf(row);
+    if (l < 0 || r < 0) {
+      fail('E_OPTION', `layer ${layer}, row ${row} is not in this result (layers ${this.layers.join(',')}; rows ${this.rows.length > 10 ? `${this.rows.length} rows` : this.rows.join(',')})`);
+    }
+    const start = (l * this.rows.length + r) * this.numTokens;
+    return this.scores.subarray(start, start + this.numTokens);
+  }
+
+  toJSON() {
+    const scores = this.layers.map((layer) => this.rows.map((row) => Array.from(this.scoresFor(layer, row))));
+    const { method, tokens, layers, rows, options } = this;
+    return { method, tokens, layers, rows, options, scores };
+  }
+}
+
+function cancelled() {
+  return new AttnflowError('E_CANCELLED', 'the computation was cancelled');
+}
+
+/** min(2, number of hardware threads), at least 1. */
+async function defaultWorkers() {
+  let threads = 1;
+  if (IS_NODE) {
+    const os = await import('node:os');
+    threads = os.availableParallelism?.() ?? os.cpus().length;
+  } else if (typeof navigator === 'object') {
+    threads = navigator.hardwareConcurrency ?? 1;
+  }
+  return Math.max(1, Math.min(2, threads));
+}
+
+/** A worker with one interface for both environments: post, terminate, and one listener. */
+async function spawnWorker(listener) {
+  if (IS_NODE) {
+    const { Worker } = await import('node:worker_threads');
+    const worker = new Worker(WORKER_URL);
+    let ended = false;
+    worker.on('message', (message) => listener(message));
+    worker.on('error', (error) => listener({ type: 'error', code: error?.code?.startsWith?.('E_') ? error.code : null, message: `worker failed: ${error?.message ?? error}` }));
+    worker.on('exit', (code) => {
+      if (!ended) listener({ type: 'error', code: null, message: `worker exited unexpectedly (code ${code})` });
+    });
+    return {
+      post: (message, transfer) => worker.postMessage(message, transfer),
+      terminate: () => { ended = true; worker.terminate(); },
+    };
+  }
+  const worker = new Worker(WORKER_URL, { type: 'module' });
+  worker.onmessage = (event) => listener(event.data);
+  worker.onerror = (event) => {
+    event.preventDefault?.();
+    listener({ type: 'error', code: null, message: `worker failed: ${event.message ?? 'could not start (is parallel-worker.mjs served?)'}` });
+  };
+  worker.onmessageerror = () => listener({ type: 'error', code: null, message: 'worker message could not be read' });
+  return {
+    post: (message, transfer) => worker.postMessage(message, transfer ?? []),
+    terminate: () => worker.terminate(),
+  };
+}
+
+function toBytes(bytes) {
+  if (bytes instanceof Uint8Array) return bytes;
+  if (bytes instanceof ArrayBuffer || (typeof SharedArrayBuffer !== 'undefined' && bytes instanceof SharedArrayBuffer)) {
+    return new Uint8Array(bytes);
+  }
+  return fail('E_INPUT', 'input.bytes must be a Uint8Array or an ArrayBuffer (the raw bytes of the file)');
+}
+
+/**
+ * What each worker is sent. Node: one SharedArrayBuffer read by every worker (copied into it once
+ * unless it already is one). Browser: a copy per worker, transferred (a shared buffer needs
+ * cross-origin isolation, and TextDecoder refuses shared views there).
+ */
+function byteMessages(bytes, count) {
+  if (IS_NODE) {
+    let shared = bytes;
+    if (!(bytes.buffer instanceof SharedArrayBuffer)) {
+      shared = new Uint8Array(new SharedArrayBuffer(bytes.byteLength));
+      shared.set(bytes);
+    }
+    return Array.from({ length: count }, () => ({ bytes: shared, transfer: [] }));
+  }
+  return Array.from({ length: count }, () => {
+    const copy = bytes.slice();
+    return { bytes: copy, transfer: [copy.buffer] };
+  });
+}
+
+/** The shares of a resolved flow computation, as {layers, rows} tasks in dispatch order. */
+function splitWork(method, { layers, rows }, workers) {
+  if (method !== 'flow' || workers === 1) return [{ layers, rows }];
+  if (layers.length >= workers) {
+    return [...layers].sort((a, b) => b - a).map((layer) => ({ layers: [layer], rows }));
+  }
+  const tasks = [];
+  for (const layer of layers) {
+    for (let w = 0; w < Math.min(workers, rows.length); w++) {
+      tasks.push({ layers: [layer], rows: rows.filter((_, k) => k % workers === w) });
+    }
+  }
+  return tasks;
+}
+
+/**
+ * Attention data loaded and fused in a pool of workers, ready to compute many times (the
+ * parallel twin of FusedAttention). Close it when done: workers keep a Node process alive.
+ */
+export class ParallelAttention {
+  #workers;
+  #fusion;
+  #closed = false;
+  #busy = Promise.resolve();
+
+  constructor(workers, summary, fusion) {
+    this.#workers = workers;
+    this.#fusion = fusion;
+    this.tokens = summary.tokens;
+    this.numLayers = summary.numLayers;
+    this.numHeads = summary.numHeads;
+    this.numTokens = summary.numTokens;
+    this.warnings = summary.warnings;
+    this.workerCount = workers.length;
+  }
+
+  /**
+   * Starts the workers and has each load `input.bytes` and fuse the heads. Rejects with the
+   * loader's AttnflowError (same code and message) if the input is bad.
+   */
+  static async open(input, options = {}) {
+    if (!input || typeof input !== 'object') fail('E_INPUT', 'input must be {bytes, name?, batch?, tokens?}');
+    const bytes = toBytes(input.bytes);
+    const count = options.workers ?? await defaultWorkers();
+    if (!Number.isInteger(count) || count < 1 || count > 64) {
+      fail('E_OPTION', `workers must be an integer from 1 to 64 (got ${JSON.stringify(options.workers)})`);
+    }
+    const { signal } = options;
+    if (signal?.aborted) throw cancelled();
+    const fusion = { fusion: options.fusion ?? 'mean', heads: options.heads ?? null };
+    const slots = [];
+    let onAbort;
+    try {
+      return await new Promise((resolve, reject) => {
+        let ready = 0;
+        let summary = null;
+        let settled = false;
+        const finish = (error) => {
+          if (settled) return;
+          settled = true;
+          if (error) {
+            slots.forEach((slot) => slot?.terminate());
+            reject(error);
+          }
+        };
+        onAbort = () => finish(cancelled());
+        signal?.addEventListener('abort', onAbort);
+        const messages = byteMessages(bytes, count);
+        for (let w = 0; w < count; w++) {
+          const slot = { terminate() {}, listener: null };
+          slots.push(slot);
+          slot.listener = (message) => {
+            if (settled) return;
+            if (message.type === 'ready') {
+              summary ??= message.summary;
+              if (++ready === count) {
+                settled = true;
+                resolve(new ParallelAttention(slots, summary, fusion));
+              }
+            } else if (message.type === 'error') {
+              finish(message.code ? new AttnflowError(message.code, message.message) : new Error(message.message));
+            }
+          };
+          spawnWorker((message) => slot.listener(message)).then((worker) => {
+            slot.post = worker.post;
+            slot.terminate = worker.terminate;
+            if (settled) { worker.terminate(); return; }
+            const { bytes: shared, transfer } = messages[w];
+            worker.post({
+              type: 'load', bytes: shared, name: input.name, batch: input.batch, tokens: input.tokens, ...fusion,
+            }, transfer);
+          }, (error) => finish(error));
+        }
+      });
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
+  /**
+   * Like FusedAttention.compute, spread over the workers; resolves with a Result of the same
+   * shape. options.signal (AbortSignal) or onProgress returning false cancels: the workers are
+   * terminated (this pool is closed) and the promise rejects with E_CANCELLED.
+   */
+  compute(method, options = {}) {
+    const run = this.#busy.then(() => this.#compute(method, options));
+    this.#busy = run.catch(() => {});
+    return run;
+  }
+
+  async #compute(method, options) {
+    if (this.#closed) fail('E_OPTION', 'this ParallelAttention has been closed');
+    const resolved = resolveCompute(method, options, this);
+    const { alpha, layers, rows, normalize } = resolved;
+    const n = this.numTokens;
+    const tasks = splitWork(method, resolved, this.#workers.length);
+    const scores = new Float64Array(layers.length * rows.length * n);
+    const layerIndex = new Map(layers.map((layer, k) => [layer, k]));
+    const rowIndex = new Map(rows.map((row, k) => [row, k]));
+    const total = layers.length * rows.length * n;
+    const shareDone = new Float64Array(tasks.length);
+    const { signal, onProgress } = options;
+    if (signal?.aborted) {
+      this.close();
+      throw cancelled();
+    }
+
+    let onAbort;
+    try {
+      return await new Promise((resolve, reject) => {
+        let next = 0;
+        let finished = 0;
+        let settled = false;
+        const finish = (error) => {
+          if (settled) return;
+          settled = true;
+          if (error) {
+            this.close();
+            reject(error);
+            return;
+          }
+          if (onProgress && method === 'flow') onProgress(total, total);
+          resolve(new ParallelResult({
+            method, tokens: this.tokens, layers, rows, scores,
+            options: { ...this.#fusion, alpha, layers, rows, normalize },
+          }));
+        };
+        onAbort = () => finish(cancelled());
+        signal?.addEventListener('abort', onAbort);
+
+        const report = () => {
+          if (!onProgress) return;
+          let done = 0;
+          for (let t = 0; t < tasks.length; t++) done += shareDone[t];
+          if (onProgress(Math.min(total - 1, Math.floor(done)), total) === false) finish(cancelled());
+        };
+        const dispatch = (slot) => {
+          if (next >= tasks.length) return;
+          const id = next++;
+          const task = tasks[id];
+          slot.listener = (message) => {
+            if (settled) return;
+            if (message.type === 'error') {
+              finish(message.code ? new AttnflowError(message.code, message.message) : new Error(message.message));
+            } else if (message.id !== id) {
+              // a late message of an earlier task: ignore
+            } else if (message.type === 'progress') {
+              shareDone[id] = (task.layers.length * task.rows.length * n * message.done) / message.total;
+              report();
+            } else if (message.type === 'result') {
+              const { scores: part } = message;
+              task.layers.forEach((layer, tl) => {
+                const l = layerIndex.get(layer);
+                task.rows.forEach((row, tr) => {
+                  const from = (tl * task.rows.length + tr) * n;
+                  scores.set(part.subarray(from, from + n), (l * rows.length + rowIndex.get(row)) * n);
+                });
+              });
+              shareDone[id] = task.layers.length * task.rows.length * n;
+              if (++finished === tasks.length) finish(null);
+              else dispatch(slot);
+            }
+          };
+          slot.post({ type: 'compute', id, method, options: { alpha, layers: task.layers, rows: task.rows, normalize } });
+        };
+        this.#workers.forEach(dispatch);
+      });
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
+  /** Terminates the workers. Safe to call more than once. */
+  close() {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const slot of this.#workers) slot.terminate();
+  }
+}
+
+/**
+ * One-shot parallel computation: start the workers, load and fuse in each, compute, close.
+ * `input` = {bytes, name?, batch?, tokens?} (the raw bytes of a file loadAttention reads).
+ */
+export async function computeParallel(input, method, options = {}) {
+  const pool = await ParallelAttention.open(input, options);
+  try {
+    return await pool.compute(method, options);
+  } finally {
+    pool.close();
+  }
+}
