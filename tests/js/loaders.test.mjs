@@ -1,0 +1,455 @@
+// File-format readers: every format gives the same numbers as expected.json (all fixture values
+// are multiples of 2^-8, exact in float16/bfloat16/float32/float64/JSON), and every bad input gets
+// its error code and a message that says where. Fixtures: tests/fixtures/formats/make_formats.py.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync, readdirSync } from 'node:fs';
+import { gzipSync, zipSync } from 'fflate';
+import { AttnflowError, loadAttention } from 'attnflow';
+import { loadAttentionSync, detectFormat, MAX_WASM_BYTES } from '../../web/loaders/index.mjs';
+
+const DIR = new URL('../fixtures/formats/', import.meta.url);
+const file = (name) => new Uint8Array(readFileSync(new URL(name, DIR)));
+const exp = JSON.parse(readFileSync(new URL('expected.json', DIR), 'utf8'));
+const DEFAULT_TOKENS = ['0', '1', '2', '3'];
+
+/** Flat head-major layer l of a nested [H][n][n] (or [n][n]) array. */
+const flat = (nested) => nested.flat(2);
+
+function checkSame(d, { tokens = exp.tokens, nested = exp.attentions, fused = false, format }) {
+  assert.equal(d.format, format);
+  assert.deepEqual(d.tokens, tokens);
+  assert.equal(d.numLayers, exp.L);
+  assert.equal(d.numHeads, fused ? 0 : exp.H);
+  assert.equal(d.numTokens, exp.n);
+  assert.equal(d.fused, fused);
+  for (let l = 0; l < exp.L; l++) {
+    const a = d.layer(l);
+    assert.ok(a instanceof Float32Array || a instanceof Float64Array);
+    assert.deepEqual(Array.from(a), flat(nested[l]), `layer ${l + 1} of ${format}`);
+  }
+  assert.deepEqual(d.warnings, []);
+}
+
+/** Runs fn; asserts it throws an AttnflowError with `code` and a message matching every pattern. */
+async function rejects(fn, code, ...patterns) {
+  let err;
+  try { await fn(); } catch (e) { err = e; }
+  assert.ok(err, `expected ${code}, nothing was thrown`);
+  assert.ok(err instanceof AttnflowError, `expected an AttnflowError, got ${err && err.stack}`);
+  assert.equal(err.code, code, err.message);
+  for (const p of patterns) {
+    if (typeof p === 'string') assert.ok(err.message.includes(p), `"${err.message}" should contain "${p}"`);
+    else assert.match(err.message, p);
+  }
+  return err;
+}
+
+const load = (input, options) => loadAttention(input, options);
+const hfBatch = (b) => exp.hf.map((layer) => layer[b]);
+
+test('every format yields the same numbers and tokens', async () => {
+  const cases = [
+    ['canonical.json', { format: 'json' }],
+    ['bom.json', { format: 'json' }],
+    ['canonical.json.gz', { format: 'json' }],
+    ['bare.json', { format: 'json', tokens: DEFAULT_TOKENS }],
+    ['hf.json', { format: 'hf-json' }],
+    ['fused.json', { format: 'fused-json', nested: exp.fused, fused: true }],
+    ['att_f16.npy', { format: 'npy', tokens: DEFAULT_TOKENS }],
+    ['att_f16_be.npy', { format: 'npy', tokens: DEFAULT_TOKENS }],
+    ['att_f32.npy', { format: 'npy', tokens: DEFAULT_TOKENS }],
+    ['att_f32_be.npy', { format: 'npy', tokens: DEFAULT_TOKENS }],
+    ['att_f64.npy', { format: 'npy', tokens: DEFAULT_TOKENS }],
+    ['att_f32.npy.gz', { format: 'npy', tokens: DEFAULT_TOKENS }],
+    ['fused_f32.npy', { format: 'npy', tokens: DEFAULT_TOKENS, nested: exp.fused, fused: true }],
+    ['hf_f32.npy', { format: 'npy', tokens: DEFAULT_TOKENS }],
+    ['att.npz', { format: 'npz' }],
+    ['att_compressed.npz', { format: 'npz' }],
+    ['att_unnamed.npz', { format: 'npz', tokens: DEFAULT_TOKENS }],
+    ['att_tokens_jsonstr.npz', { format: 'npz' }],
+    ['att_tokens_bytes.npz', { format: 'npz' }],
+    ['att_f16.safetensors', { format: 'safetensors' }],
+    ['att_bf16.safetensors', { format: 'safetensors' }],
+    ['att_f32.safetensors', { format: 'safetensors' }],
+    ['att_f64.safetensors', { format: 'safetensors' }],
+    ['hf_f32.safetensors', { format: 'safetensors' }],
+  ];
+  for (const [name, want] of cases) {
+    const d = await load(file(name), { name });
+    checkSame(d, want);
+  }
+  assert.deepEqual((await load(file('canonical.json'))).meta, { model: 'fixture' });
+  assert.deepEqual((await load(file('att_f32.safetensors'))).meta, { model: 'fixture' });
+});
+
+test('the batch option selects the item of a [L][B][H][n][n] input', async () => {
+  for (const name of ['hf.json', 'hf_f32.npy', 'hf_f32.safetensors']) {
+    const tokens = name === 'hf_f32.npy' ? DEFAULT_TOKENS : exp.tokens;
+    const format = name.endsWith('.json') ? 'hf-json' : name.endsWith('.npy') ? 'npy' : 'safetensors';
+    checkSame(await load(file(name), { batch: 1 }), { format, tokens, nested: hfBatch(1) });
+    await rejects(() => load(file(name), { batch: 2 }), 'E_OPTION', 'batch 2', 'B = 2');
+  }
+  await rejects(() => load(file('canonical.json'), { batch: 1 }), 'E_OPTION', 'no batch axis');
+  await rejects(() => load(file('att_f32.npy'), { batch: 1 }), 'E_OPTION', 'no batch axis');
+  await rejects(() => load(file('canonical.json'), { batch: -1 }), 'E_OPTION', 'batch');
+  await rejects(() => load(file('canonical.json'), { batch: 0.5 }), 'E_OPTION', 'batch');
+});
+
+test('input kinds: string, ArrayBuffer, Uint8Array at an odd offset, Blob, parsed object', async () => {
+  const text = readFileSync(new URL('canonical.json', DIR), 'utf8');
+  checkSame(await load(text), { format: 'json' });
+  const u8 = file('att_f32.safetensors');
+  checkSame(await load(u8.buffer.slice(u8.byteOffset, u8.byteOffset + u8.byteLength)), { format: 'safetensors' });
+  checkSame(await load(JSON.parse(text)), { format: 'json' });
+  // Node 20 has a global Blob; a File's name is used as the hint.
+  checkSame(await load(new Blob([file('att.npz')])), { format: 'npz' });
+  const err = await rejects(() => load(Object.assign(new Blob([new Uint8Array([1, 2, 3])]), { name: 'mine.npy' })),
+    'E_FORMAT', 'mine.npy');
+  assert.match(err.message, /\.npy/);
+  // Unaligned bytes take the copying path and give the same values.
+  for (const name of ['att_f16.npy', 'att_f32.npy', 'att_f64.npy', 'att_f32.safetensors', 'att_bf16.safetensors']) {
+    const b = file(name);
+    const odd = new Uint8Array(b.length + 1).subarray(1);
+    odd.set(b);
+    checkSame(await load(odd), { format: name.endsWith('.npy') ? 'npy' : 'safetensors',
+      tokens: name.endsWith('.npy') ? DEFAULT_TOKENS : exp.tokens });
+  }
+  // A parsed object may carry typed-array rows.
+  const typed = { tokens: exp.tokens, attentions: exp.attentions.map((l) => l.map((h) => h.map((r) => Float32Array.from(r)))) };
+  checkSame(loadAttentionSync(typed), { format: 'json' });
+  // A Float32Array is not the file's bytes.
+  await rejects(() => load(new Float32Array(4)), 'E_INPUT', 'Float32Array');
+});
+
+test('UTF-16 JSON with a BOM (PowerShell redirection) is read', async () => {
+  const text = '\ufeff' + readFileSync(new URL('canonical.json', DIR), 'utf8');
+  const u16 = new Uint8Array(text.length * 2);
+  for (let i = 0; i < text.length; i++) { u16[2 * i] = text.charCodeAt(i) & 0xff; u16[2 * i + 1] = text.charCodeAt(i) >> 8; }
+  checkSame(await load(u16), { format: 'json' });
+  checkSame(await load(text), { format: 'json' }); // a BOM in a JS string too
+});
+
+test('options.tokens supplies tokens and is checked against n', async () => {
+  const tokens = ['a', 'b', 'c', 'd'];
+  assert.deepEqual((await load(file('att_f32.npy'), { tokens })).tokens, tokens);
+  assert.deepEqual((await load(file('bare.json'), { tokens })).tokens, tokens);
+  await rejects(() => load(file('att_f32.npy'), { tokens: ['a'] }), 'E_INPUT', '1 tokens but the matrices are 4x4');
+  await rejects(() => load(file('att_f32.npy'), { tokens: 'abcd' }), 'E_OPTION', 'tokens');
+  await rejects(() => load(file('att_f32.npy'), { tokens: [1, 2, 3, 4] }), 'E_OPTION', 'tokens[0]');
+});
+
+test('binary layers are views of the file bytes when aligned, so no copy of the tensor is made', async () => {
+  const b = file('att_f32.npy');
+  const d = await load(b);
+  assert.equal(d.layer(1).buffer, b.buffer);
+  const s = file('att_f64.safetensors');
+  assert.equal((await load(s)).layer(0).buffer, s.buffer);
+  const z = file('att.npz'); // stored (np.savez): a view of the archive, aligned or copied per layer
+  const dz = await load(z);
+  assert.equal(dz.layer(0).length, exp.H * exp.n * exp.n);
+});
+
+// ---------------------------------------------------------------------------------------------
+// JSON data errors: code and location (layer 1-based; head, row, column 0-based)
+
+const base = () => JSON.parse(JSON.stringify({ tokens: exp.tokens, attentions: exp.attentions }));
+
+test('ragged rows, short heads, missing heads, non-square', async () => {
+  let x = base(); x.attentions[1][0][3].pop();
+  await rejects(() => load(x), 'E_INPUT', 'layer 2, head 0, row 3 has 3 values, expected 4');
+  x = base(); x.attentions[1][2].pop();
+  await rejects(() => load(x), 'E_INPUT', 'layer 2, head 2 has 3 rows, expected 4');
+  x = base(); x.attentions[1].pop();
+  await rejects(() => load(x), 'E_INPUT', 'layer 2 has 2 heads, expected 3');
+  x = base(); x.attentions = x.attentions.map((l) => l.map((h) => h.map((r) => r.slice(0, 3))));
+  await rejects(() => load(x), 'E_INPUT', 'layer 1, head 0, row 0 has 3 values, expected 4', 'square');
+  x = base(); x.attentions[0][1][2] = 5;
+  await rejects(() => load(x), 'E_INPUT', 'layer 1, head 1, row 2 is a number');
+  const fused = { attentions: exp.fused.map((l) => l.map((r) => r.slice())) };
+  fused.attentions[1][2].push(0);
+  await rejects(() => load(fused), 'E_INPUT', 'layer 2, row 2 has 5 values, expected 4');
+});
+
+test('non-numbers, null, NaN/Infinity strings, negatives', async () => {
+  const cases = [
+    ['abc', 'is the string "abc"'], [null, 'is null'], ['NaN', 'is the string "NaN"'],
+    ['Infinity', 'is the string "Infinity"'], [-0.25, 'is negative (-0.25)'], [true, 'is a boolean'],
+    [[0.5], 'is an array'], [NaN, 'is NaN'], [Infinity, 'is Infinity'],
+  ];
+  for (const [v, msg] of cases) {
+    const x = base(); x.attentions[1][2][3][1] = v;
+    await rejects(() => load(x), 'E_INPUT', 'layer 2, head 2, row 3, column 1 ', msg);
+  }
+  // Python's json.dump writes NaN / Infinity literals, which JSON.parse rejects: located anyway.
+  const text = JSON.stringify(base()).replace(/\[\[\[\[([0-9.]+),/, '[[[[NaN,');
+  await rejects(() => load(text), 'E_INPUT', 'layer 1, head 0, row 0, column 0 is NaN', 'line 1');
+  const hf = JSON.stringify({ attentions: exp.hf });
+  const bad = hf.replace(/[0-9.]+(\]\]\]\]\]\}$)/, '-Infinity$1'); // the very last value
+  await rejects(() => load(bad), 'E_INPUT', 'layer 2, batch 1, head 2, row 3, column 3 is -Infinity');
+  const multi = '{\n  "attentions": [[[0.5, 0.5],\n  [Infinity, 0]]]\n}';
+  await rejects(() => load(multi), 'E_INPUT', 'layer 1, row 1, column 0 is Infinity', 'line 3, column 4');
+});
+
+test('token problems', async () => {
+  let x = base(); x.tokens.push('extra');
+  await rejects(() => load(x), 'E_INPUT', '5 tokens but the matrices are 4x4');
+  x = base(); x.tokens[2] = 7;
+  await rejects(() => load(x), 'E_INPUT', 'tokens[2] is a number, expected a string');
+  x = base(); x.tokens = 'abcd';
+  await rejects(() => load(x), 'E_INPUT', 'tokens must be an array of strings');
+  // Untrusted text is kept verbatim, never interpreted.
+  x = base(); x.tokens = ['<img src=x onerror=alert(1)>', '${process.exit()}', '__proto__', ''];
+  assert.deepEqual((await load(x)).tokens, x.tokens);
+});
+
+test('wrong depth, empty input, empty attentions, bad meta', async () => {
+  await rejects(() => load({ attentions: [[0.5, 0.5], [0.5, 0.5]] }), 'E_INPUT', '4 levels', 'found 2 levels', 'attentions[0][0] is a number');
+  await rejects(() => load({ attentions: [[[[exp.hf]]]] }), 'E_INPUT', 'more than 7 levels');
+  await rejects(() => load({ attentions: [[[[[[0.5]]]]]] }), 'E_INPUT', 'found 6 levels');
+  for (const empty of ['', '  \n', new Uint8Array(0), new ArrayBuffer(0), null, undefined]) {
+    await rejects(() => load(empty), 'E_INPUT', 'empty input');
+  }
+  await rejects(() => load('{"attentions": []}'), 'E_INPUT', 'attentions is empty');
+  await rejects(() => load('[]'), 'E_INPUT', 'attentions is empty');
+  await rejects(() => load('{"attentions": [[]]}'), 'E_INPUT', 'attentions[0] is an empty array');
+  await rejects(() => load('{}'), 'E_INPUT', 'no "attentions"');
+  await rejects(() => load('{"tokens": ["a"], "attention": []}'), 'E_INPUT', 'no "attentions"', '"attention"');
+  await rejects(() => load('{"attentions": 3}'), 'E_INPUT', '"attentions" must be an array');
+  await rejects(() => load('42'), 'E_FORMAT', 'not a format');
+  await rejects(() => load(42), 'E_INPUT', 'cannot load a number');
+  const x = base(); x.meta = [1];
+  await rejects(() => load(x), 'E_INPUT', '"meta" must be an object');
+});
+
+test('rows far from summing to 1 give one summarising warning, not an error', async () => {
+  const x = base();
+  x.attentions[0][1][2] = [0.5, 0, 0, 0];
+  x.attentions[1][0][0] = [0.25, 0.25, 0.25, 0.2]; // 0.95: off by more than 1e-2
+  x.attentions[1][0][1] = [0.25, 0.25, 0.25, 0.245]; // 0.995: within tolerance
+  const d = await load(x);
+  assert.equal(d.warnings.length, 1);
+  assert.match(d.warnings[0], /^2 of 24 rows do not sum to 1/);
+  assert.ok(d.warnings[0].includes('first: layer 1, head 1, row 2 sums to 0.5'), d.warnings[0]);
+});
+
+// ---------------------------------------------------------------------------------------------
+// Binary data errors: values are checked once per layer, when layer(l) first reads it.
+
+function npyWithValue(name, l, h, i, j, write) {
+  const b = file(name);
+  const hlen = b[8] | (b[9] << 8);
+  const size = name.includes('f16') ? 2 : name.includes('f64') ? 8 : 4;
+  const k = ((l * exp.H + h) * exp.n + i) * exp.n + j;
+  write(new DataView(b.buffer, b.byteOffset + 10 + hlen + k * size, size));
+  return b;
+}
+
+test('NaN, Infinity and negatives in binary tensors are located when the layer is read', async () => {
+  const cases = [
+    ['att_f32.npy', (dv) => dv.setFloat32(0, NaN, true), 'is NaN'],
+    ['att_f64.npy', (dv) => dv.setFloat64(0, -0.5, true), 'is negative (-0.5)'],
+    ['att_f16.npy', (dv) => dv.setUint16(0, 0x7c00, true), 'is Infinity'],
+    ['att_f32_be.npy', (dv) => dv.setFloat32(0, -Infinity, false), 'is -Infinity'],
+  ];
+  for (const [name, write, msg] of cases) {
+    const d = await load(npyWithValue(name, 1, 2, 3, 1, write));
+    assert.equal(d.layer(0).length, exp.H * exp.n * exp.n); // layer 1 is clean
+    await rejects(() => d.layer(1), 'E_INPUT', 'layer 2, head 2, row 3, column 1 ', msg);
+    await rejects(() => d.layer(1), 'E_INPUT', 'layer 2, head 2, row 3, column 1 '); // still refused
+  }
+  const fusedBytes = file('fused_f32.npy');
+  const hlen = fusedBytes[8] | (fusedBytes[9] << 8);
+  new DataView(fusedBytes.buffer, fusedBytes.byteOffset).setFloat32(10 + hlen + 4 * (16 + 4 + 2), NaN, true);
+  const d = await load(fusedBytes);
+  await rejects(() => d.layer(1), 'E_INPUT', 'layer 2, row 1, column 2 is NaN');
+  // safetensors: the data follows the 8-byte length and the header.
+  const s = file('att_f32.safetensors');
+  const shl = s[0] | (s[1] << 8);
+  new DataView(s.buffer, s.byteOffset).setFloat32(8 + shl + 4 * 5, -1, true);
+  await rejects(async () => (await load(s)).layer(0), 'E_INPUT', 'layer 1, head 0, row 1, column 1 is negative');
+});
+
+test('binary row-sum warnings cover the layers read so far', async () => {
+  const b = npyWithValue('att_f64.npy', 1, 0, 2, 0, (dv) => dv.setFloat64(0, 3, true));
+  const d = await load(b);
+  assert.deepEqual(d.warnings, []);
+  d.layer(0);
+  assert.deepEqual(d.warnings, []);
+  d.layer(1);
+  assert.equal(d.warnings.length, 1);
+  assert.match(d.warnings[0], /^1 of 24 rows .*first: layer 2, head 0, row 2 sums to/);
+  d.layer(1); // counted once
+  assert.match(d.warnings[0], /^1 of 24 rows/);
+  await rejects(() => d.layer(2), 'E_OPTION', 'out of range');
+  await rejects(() => d.layer(-1), 'E_OPTION', 'out of range');
+});
+
+test('npy shape, dtype and order problems', async () => {
+  await rejects(() => load(file('fortran_f32.npy')), 'E_FORMAT', 'Fortran order');
+  const npy = (descr, shape, dataBytes) => {
+    let h = `{'descr': '${descr}', 'fortran_order': False, 'shape': (${shape.join(', ')}${shape.length === 1 ? ',' : ''}), }`;
+    h += ' '.repeat(63 - ((10 + h.length) % 64)) + '\n';
+    const b = new Uint8Array(10 + h.length + dataBytes);
+    b.set([0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59, 1, 0, h.length & 0xff, h.length >> 8]);
+    for (let i = 0; i < h.length; i++) b[10 + i] = h.charCodeAt(i);
+    return b;
+  };
+  await rejects(() => load(npy('<i4', [1, 1, 2, 2], 16)), 'E_FORMAT', "dtype '<i4'", 'float16, float32 or float64');
+  await rejects(() => load(npy('<f4', [2, 2], 16)), 'E_INPUT', 'shape (2, 2)', 'expected [L, H, n, n]');
+  await rejects(() => load(npy('<f4', [1, 1, 2, 3], 24)), 'E_INPUT', 'the matrices are 2x3');
+  await rejects(() => load(npy('<f4', [0, 1, 2, 2], 0)), 'E_INPUT', 'no layers');
+  await rejects(() => load(npy('<f4', [1, 1, 2, 2], 12)), 'E_FORMAT', 'truncated', 'needs 16 bytes', 'only 12');
+  await rejects(() => load(npy('<f4', [1, 1, 2, 2], 20)), 'E_FORMAT', 'needs 16 bytes', 'but 20');
+  // A header shape far beyond wasm32 is refused as too large before anything else (no data needed).
+  const big = await rejects(() => load(npy('<f2', [24, 16, 40000, 40000], 0)), 'E_TOO_LARGE',
+    'L=24, H=16, n=40000', 'pre-fuse the heads', 'fewer tokens');
+  assert.match(big.message, /3\.50 GB/);
+  assert.equal(MAX_WASM_BYTES, 3.5 * 2 ** 30);
+  await rejects(() => load(npy('<f4', [1e20, 1, 2, 2], 0)), 'E_FORMAT', 'invalid dimension');
+  // BERT-large (L=24, H=16, n=512) is fine for the guard: only the byte count fails here.
+  await rejects(() => load(npy('<f4', [24, 16, 512, 512], 0)), 'E_FORMAT', 'truncated');
+  await rejects(() => load(npy('<f4', [1, 1, 2, 2, 2], 32), { batch: 1 }), 'E_OPTION', 'B = 1');
+});
+
+test('JSON objects too large for wasm32 are refused before packing', async () => {
+  const mat = new Array(40000); // sparse: n = 40000 without the memory
+  mat[0] = [0];
+  await rejects(() => load({ attentions: [[mat]] }), 'E_TOO_LARGE', 'n=40000');
+});
+
+// ---------------------------------------------------------------------------------------------
+// Truncated and unknown files
+
+test('truncated files of every format get E_FORMAT', async () => {
+  const text = readFileSync(new URL('canonical.json', DIR), 'utf8');
+  await rejects(() => load(text.slice(0, 200)), 'E_FORMAT', 'the JSON ends early (truncated?) at position 200', 'line 1');
+  // Positions count characters of the decoded text (the tokens hold multi-byte UTF-8).
+  const cut = file('canonical.json').subarray(0, 300);
+  const chars = new TextDecoder().decode(cut).length;
+  await rejects(() => load(cut, { name: 'a.json' }), 'E_FORMAT',
+    `a.json: the JSON ends early (truncated?) at position ${chars} `);
+  await rejects(() => load(file('att_f32.npy').subarray(0, 500)), 'E_FORMAT', 'truncated', 'only');
+  await rejects(() => load(file('att_f32.npy').subarray(0, 40)), 'E_FORMAT', 'truncated', 'header');
+  await rejects(() => load(file('att_f32.npy').subarray(0, 8)), 'E_FORMAT', 'truncated');
+  const gz = file('canonical.json.gz');
+  await rejects(() => load(gz.subarray(0, gz.length - 30)), 'E_FORMAT', 'gzip', 'truncated');
+  await rejects(() => load(gz.subarray(0, 12)), 'E_FORMAT', 'gzip', 'truncated');
+  for (const name of ['att.npz', 'att_compressed.npz']) {
+    const z = file(name);
+    await rejects(() => load(z.subarray(0, z.length - 40)), 'E_FORMAT', 'truncated');
+    await rejects(() => load(z.subarray(0, 200)), 'E_FORMAT', 'truncated');
+  }
+  const s = file('att_f32.safetensors');
+  await rejects(() => load(s.subarray(0, s.length - 4)), 'E_FORMAT', 'truncated');
+  await rejects(() => load(s.subarray(0, 60)), 'E_FORMAT', 'truncated');
+});
+
+test('unknown content, invalid JSON, nested gzip', async () => {
+  await rejects(() => load(new Uint8Array([0, 1, 2, 3, 4, 5, 6, 7, 8, 9])), 'E_FORMAT', 'not a format attnflow reads', '00 01 02');
+  await rejects(() => load(new Uint8Array([0, 1, 2, 3]), { name: 'model.safetensors' }), 'E_FORMAT', 'model.safetensors', '.safetensors');
+  await rejects(() => load('hello'), 'E_FORMAT', 'not a format', '"hello"');
+  await rejects(() => load('{"attentions": [1, 2,, 3]}'), 'E_FORMAT', 'invalid JSON at position 21', 'attentions[2]');
+  await rejects(() => load('[[[1]]] trailing'), 'E_FORMAT', 'after the end');
+  await rejects(() => load('{"attentions" [1]}'), 'E_FORMAT', 'expected ":"');
+  await rejects(() => load(gzipSync(gzipSync(file('canonical.json')))), 'E_FORMAT', 'gzip inside gzip');
+  const gz = file('canonical.json.gz').slice();
+  gz[gz.length - 1] = 0xff; // size trailer far beyond what deflate can expand to
+  await rejects(() => load(gz), 'E_FORMAT', 'gzip', 'corrupt');
+  await rejects(() => load(new Uint8Array([0xc3, 0x28, 0x7b])), 'E_FORMAT');
+});
+
+test('npz: tokens dtypes, candidates, pickled tokens', async () => {
+  const npyOf = (name) => file(name);
+  // Two candidate float arrays and none named "attentions".
+  const two = zipSync({ 'a.npy': npyOf('att_f32.npy'), 'b.npy': npyOf('att_f64.npy') }, { level: 0 });
+  await rejects(() => load(two), 'E_INPUT', 'several candidate', '"a"', 'attentions');
+  const none = zipSync({ 'tokens.json': new TextEncoder().encode('[]') }, { level: 0 });
+  await rejects(() => load(none), 'E_INPUT', 'no candidate');
+  // tokens.json entry, deflated.
+  const tj = zipSync({ 'attentions.npy': npyOf('att_f32.npy'), 'tokens.json': new TextEncoder().encode(JSON.stringify(exp.tokens)) });
+  checkSame(await load(tj), { format: 'npz' });
+  const wrongCount = zipSync({ 'attentions.npy': npyOf('att_f32.npy'), 'tokens.json': new TextEncoder().encode('["a"]') });
+  await rejects(() => load(wrongCount), 'E_INPUT', '1 tokens but the matrices are 4x4');
+  // Pickled object tokens are refused, never unpickled.
+  let h = "{'descr': '|O', 'fortran_order': False, 'shape': (4,), }";
+  h += ' '.repeat(63 - ((10 + h.length) % 64)) + '\n';
+  const obj = new Uint8Array(10 + h.length + 8);
+  obj.set([0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59, 1, 0, h.length, 0]);
+  for (let i = 0; i < h.length; i++) obj[10 + i] = h.charCodeAt(i);
+  const pick = zipSync({ 'attentions.npy': npyOf('att_f32.npy'), 'tokens.npy': obj }, { level: 0 });
+  await rejects(() => load(pick), 'E_INPUT', 'pickled');
+});
+
+test('safetensors header problems', async () => {
+  const st = (header, data = new Uint8Array(0)) => {
+    const h = new TextEncoder().encode(JSON.stringify(header));
+    const b = new Uint8Array(8 + h.length + data.length);
+    new DataView(b.buffer).setUint32(0, h.length, true);
+    b.set(h, 8); b.set(data, 8 + h.length);
+    return b;
+  };
+  const f32 = new Uint8Array(16);
+  await rejects(() => load(st({ attentions: { dtype: 'I32', shape: [1, 1, 2, 2], data_offsets: [0, 16] } }, f32)),
+    'E_FORMAT', 'dtype "I32"');
+  await rejects(() => load(st({ attentions: { dtype: 'F32', shape: [1, 1, 2, 2], data_offsets: [0, 12] } }, f32)),
+    'E_FORMAT', 'needs 16 bytes');
+  await rejects(() => load(st({ attentions: { dtype: 'F32', shape: [1, 1, 2, 2], data_offsets: [0, 16] },
+    __metadata__: { tokens: 'a b' } }, f32)), 'E_INPUT', '__metadata__.tokens is not valid JSON');
+  await rejects(() => load(st({ attentions: { dtype: 'F32', shape: [1, 1, 2, 2], data_offsets: [0, 16] },
+    __metadata__: { tokens: '["a", 2]' } }, f32)), 'E_INPUT', 'tokens[1] is a number');
+  await rejects(() => load(st({ attentions: { dtype: 'F16', shape: [48, 64, 30000, 30000], data_offsets: [0, 16] } }, f32)),
+    'E_TOO_LARGE', 'n=30000');
+  await rejects(() => load(st({ x: { dtype: 'F32', shape: [4], data_offsets: [0, 16] } }, f32)), 'E_INPUT', 'no candidate');
+  const ok = await load(st({ attentions: { dtype: 'F32', shape: [1, 1, 2, 2], data_offsets: [0, 16] } }, f32));
+  assert.equal(ok.warnings.length, 0);
+  ok.layer(0);
+  assert.match(ok.warnings[0], /^2 of 2 rows do not sum to 1/); // zero rows
+});
+
+test('detectFormat by content, not by name', () => {
+  const want = { json: 'json', gz: 'gzip', npy: 'npy', npz: 'npz', safetensors: 'safetensors' };
+  for (const name of readdirSync(DIR).filter((n) => !n.endsWith('.py'))) {
+    const ext = name.split('.').pop();
+    assert.equal(detectFormat(file(name)), want[ext], name);
+  }
+});
+
+// ---------------------------------------------------------------------------------------------
+// Robustness: every prefix of a JSON file is "truncated"; random corruption of every fixture
+// gives either data or an AttnflowError, never another exception.
+
+test('every strict prefix of a JSON file is reported as truncated at its length', () => {
+  const text = readFileSync(new URL('fused.json', DIR), 'utf8').trimEnd();
+  for (let k = 1; k < text.length; k++) {
+    let err;
+    try { loadAttentionSync(text.slice(0, k)); } catch (e) { err = e; }
+    assert.ok(err instanceof AttnflowError, `prefix ${k}: ${err}`);
+    assert.equal(err.code, 'E_FORMAT', `prefix ${k}: ${err.message}`);
+    assert.ok(err.message.includes(`ends early (truncated?) at position ${k} `), `prefix ${k}: ${err.message}`);
+  }
+});
+
+test('random truncation and byte corruption never escape as a non-AttnflowError', () => {
+  let seed = 12345;
+  const rand = () => { seed = (Math.imul(seed, 1103515245) + 12345) >>> 0; return seed / 2 ** 32; };
+  let loaded = 0, refused = 0;
+  for (const name of readdirSync(DIR).filter((n) => !n.endsWith('.py') && n !== 'expected.json')) {
+    const orig = file(name);
+    for (let t = 0; t < 60; t++) {
+      let b = orig.slice();
+      if (t % 3 === 0) b = b.subarray(0, Math.floor(rand() * b.length));
+      else for (let k = 0; k < 1 + (t % 4); k++) b[Math.floor(rand() * b.length)] = Math.floor(rand() * 256);
+      try {
+        const d = loadAttentionSync(b, { name });
+        for (let l = 0; l < d.numLayers; l++) d.layer(l);
+        void d.warnings;
+        loaded++;
+      } catch (e) {
+        if (!(e instanceof AttnflowError)) assert.fail(`${name} trial ${t}: ${e && e.stack}`);
+        refused++;
+      }
+    }
+  }
+  assert.ok(loaded > 0 && refused > 0);
+});
