@@ -1,0 +1,750 @@
+// The attnflow explorer: controls, orchestration and rendering. All computation runs in a Web
+// Worker through the package's AttnflowWorker client; this thread only draws.
+//
+// How work is scheduled: every control change calls refresh(), which bumps a generation number.
+// Results of an older generation are dropped. Stale work still running in the worker is cancelled
+// (the worker is replaced, see web/client.mjs) when it is a long job (compute-all) or has run for
+// more than STALE_MS; shorter stale work is left to finish, because a restart re-reads the input,
+// which costs more than waiting for a quick computation. On a cancel the view, and the controls,
+// go back to what is displayed, so the page is always in a consistent, usable state.
+import { AttnflowWorker } from '../web/client.mjs';
+import { clear, h, svg, ellipsize, showToken, FONT } from './dom.mjs';
+import { PALETTES, PALETTE_NAMES, fmt, legendGroup, setPalette } from './colors.mjs';
+import { METHODS, METHOD_LABEL, legendRange } from './views/common.mjs';
+import { renderStrips, stripsSVG, wireStrips } from './views/strips.mjs';
+import { heatmapCellAt, heatmapSVG } from './views/heatmap.mjs';
+import { graphSVG } from './views/graph.mjs';
+import { importance, metaSVG, renderMeta } from './views/meta.mjs';
+import { download, pngBlob, scoresCSV, scoresJSON, svgBlob } from './export.mjs';
+
+const STALE_MS = 250;
+const MAX_TARGETS = 6;
+const $ = (id) => document.getElementById(id);
+
+const ui = {
+  example: $('example'), file: $('file'), fileLabel: $('file-label'),
+  inputInfo: $('input-info'), status: $('status'), progress: $('progress'), cancel: $('cancel'),
+  error: $('error'), warnings: $('warnings'),
+  target: $('target'), layer: $('layer'), layerOut: $('layer-out'),
+  headsBox: $('heads-box'), heads: $('heads'), headsAll: $('heads-all'), headsInvert: $('heads-invert'),
+  alpha: $('alpha'), alphaOut: $('alpha-out'), scale: $('scale'), palette: $('palette'),
+  computeAll: $('compute-all'), exportJson: $('export-json'), exportCsv: $('export-csv'),
+  results: $('results'), readout: $('readout'),
+  strips: $('strips'), stripsSub: $('strips-sub'), stripsLegend: $('strips-legend'),
+  heatmaps: $('heatmaps'), heatmapsSub: $('heatmaps-sub'),
+  sink: $('sink'), edgeFilter: $('edge-filter'), threshold: $('threshold'), thresholdOut: $('threshold-out'),
+  bottleneck: $('bottleneck'), graph: $('graph'),
+  metaPanel: $('panel-meta'), meta: $('meta'), dropzone: $('dropzone'),
+};
+
+const client = new AttnflowWorker();
+
+/** Settings chosen in the controls. `shown` holds the settings of what is displayed. */
+const settings = {
+  targets: [0], layer: 1, fusion: 'mean', heads: null, alpha: 0.5,
+  methods: [...METHODS], scale: 'row', sink: null, threshold: 0.05, filter: 'source',
+};
+let summary = null;       // LoadSummary of the input on display
+let sourceName = '';
+let shown = null;         // {settings, results, graph} on display
+let generation = 0;
+let running = null;       // {gen, started, long} while a refresh waits for the worker
+
+// ---------------------------------------------------------------------------------------------
+// Result cache: per fusion/heads(/alpha), results for all layers and some rows.
+
+/** Several WorkerResults of one method (different rows) seen as one. */
+class ResultSet {
+  constructor(method) {
+    this.method = method;
+    this.parts = [];
+  }
+  add(r) { this.parts.push(r); }
+  part(row) { return this.parts.find((p) => p.rows.includes(row)); }
+  hasRow(row) { return !!this.part(row); }
+  get layers() { return this.parts[0]?.layers ?? []; }
+  get rows() { return [...new Set(this.parts.flatMap((p) => p.rows))].sort((a, b) => a - b); }
+  get options() { return this.parts[0]?.options; }
+  get numTokens() { return this.parts[0]?.numTokens; }
+  scoresFor(layer, row) { return this.part(row).scoresFor(layer, row); }
+  toJSON() {
+    const rows = this.rows;
+    const { method, layers, options } = this;
+    return {
+      method, tokens: summary.tokens, layers, rows, options: { ...options, rows },
+      scores: layers.map((l) => rows.map((r) => Array.from(this.scoresFor(l, r)))),
+    };
+  }
+  /** Only the given rows, for exports of the current view. */
+  restrict(rows) {
+    const s = new ResultSet(this.method);
+    s.parts = this.parts;
+    Object.defineProperty(s, 'rows', { value: rows });
+    return s;
+  }
+}
+
+let cache = new Map();
+const keyOf = (method, s) => `${method}|${s.fusion}|${s.heads ? s.heads.join(',') : 'all'}|${method === 'raw' ? '' : s.alpha}`;
+const graphKey = (s) => `${s.fusion}|${s.heads ? s.heads.join(',') : 'all'}|${s.alpha}`;
+let mixedCache = new Map();   // graphKey -> Map(layer -> Float64Array)
+let cutCache = new Map();     // graphKey|layer|row|sink -> bottleneck
+
+function resultSet(method, s) {
+  const key = keyOf(method, s);
+  if (!cache.has(key)) cache.set(key, new ResultSet(method));
+  return cache.get(key);
+}
+
+// ---------------------------------------------------------------------------------------------
+// State and status.
+
+function setState(state) {
+  ui.results.dataset.state = state;
+  ui.results.setAttribute('aria-busy', String(state === 'computing'));
+}
+
+let progressTimer = 0;
+function busy(text, { long = false } = {}) {
+  ui.status.textContent = text;
+  clearTimeout(progressTimer);
+  const showBar = () => {
+    ui.progress.hidden = false;
+    ui.progress.removeAttribute('value');  // indeterminate until the worker reports progress
+    ui.cancel.hidden = false;
+  };
+  if (long) showBar();
+  else progressTimer = setTimeout(showBar, 150);
+}
+
+function idle(text = 'Ready') {
+  clearTimeout(progressTimer);
+  ui.status.textContent = text;
+  ui.progress.hidden = true;
+  ui.cancel.hidden = true;
+}
+
+function onProgress(label) {
+  return (done, total) => {
+    ui.progress.hidden = false;
+    ui.cancel.hidden = false;
+    ui.progress.value = total ? done / total : 0;
+    ui.status.textContent = `${label}: ${done.toLocaleString('en-US')} / ${total.toLocaleString('en-US')} max-flows`;
+  };
+}
+
+function showError(error) {
+  ui.error.replaceChildren(
+    h('strong', {}, error?.code ? `${error.code}: ` : 'Error: '),
+    String(error?.message ?? error),
+    h('button', { type: 'button', class: 'btn tiny dismiss', 'aria-label': 'Dismiss error' }, '×'),
+  );
+  ui.error.hidden = false;
+}
+
+function clearError() {
+  ui.error.hidden = true;
+  ui.error.replaceChildren();
+}
+
+ui.error.addEventListener('click', (e) => {
+  if (e.target.closest('.dismiss')) clearError();
+});
+
+// ---------------------------------------------------------------------------------------------
+// Loading inputs.
+
+async function loadInput(blob, name, { example = false } = {}) {
+  const gen = ++generation;
+  cancelStale(true);
+  running = { gen, started: performance.now(), long: true };
+  setState('computing');
+  busy(`Reading ${name} (${formatBytes(blob.size)})…`, { long: blob.size > 20e6 });
+  try {
+    const s = await client.load(blob, { name, fusion: settings.fusion, heads: null });
+    if (gen !== generation) return;
+    summary = s;
+    sourceName = name;
+    cache = new Map();
+    mixedCache = new Map();
+    cutCache = new Map();
+    Object.assign(settings, { targets: [0], layer: s.numLayers, heads: null, sink: null });
+    if (!example) ui.example.value = '';
+    buildInputControls();
+    running = null;
+    await refresh({ keepRunning: true, gen });
+  } catch (error) {
+    if (gen !== generation) return;
+    running = null;
+    fail(error, 'Could not open the file');
+  }
+}
+
+function formatBytes(n) {
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 ** 2) return `${(n / 1024).toFixed(1)} KB`;
+  return `${(n / 1024 ** 2).toFixed(1)} MB`;
+}
+
+function fail(error, context) {
+  if (error?.code === 'E_CANCELLED') {
+    restoreShown();
+    idle('Cancelled');
+    setState(shown ? 'done' : 'error');
+    return;
+  }
+  console.warn(context, error);
+  showError(error);
+  setState('error');
+  idle(context);
+  restoreShown();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Controls.
+
+function buildInputControls() {
+  const s = summary;
+  ui.target.replaceChildren(...s.tokens.map((t, i) => h('option', { value: i }, `${i}: ${ellipsize(showToken(t), 28)}`)));
+  ui.sink.replaceChildren(h('option', { value: 'auto' }, 'auto (highest flow)'),
+    ...s.tokens.map((t, i) => h('option', { value: i }, `${i}: ${ellipsize(showToken(t), 28)}`)));
+  ui.layer.max = String(s.numLayers);
+  ui.heads.replaceChildren(...Array.from({ length: s.numHeads }, (_, k) => h('label', { class: 'head' }, [
+    h('input', { type: 'checkbox', value: k, checked: true, 'aria-label': `head ${k}` }), h('span', {}, String(k)),
+  ])));
+  ui.headsBox.hidden = s.fused || s.numHeads === 0;
+  for (const r of document.querySelectorAll('input[name="fusion"]')) r.disabled = s.fused;
+  const parts = [
+    h('strong', { class: 'input-name' }, sourceName),
+    ` · ${s.format} · ${s.numLayers} layer${s.numLayers === 1 ? '' : 's'} × ${s.fused ? 'pre-fused heads' : `${s.numHeads} head${s.numHeads === 1 ? '' : 's'}`} · ${s.numTokens} tokens`,
+  ];
+  if (s.meta?.synthetic === true) parts.push(' ', h('span', { class: 'badge' }, 'synthetic'));
+  ui.inputInfo.replaceChildren(...parts);
+  if (s.warnings?.length) {
+    ui.warnings.replaceChildren(h('details', {}, [
+      h('summary', {}, `${s.warnings.length} warning${s.warnings.length === 1 ? '' : 's'} while reading the file`),
+      h('ul', {}, s.warnings.slice(0, 50).map((w) => h('li', {}, w))),
+    ]));
+    ui.warnings.hidden = false;
+  } else {
+    ui.warnings.hidden = true;
+  }
+  syncControls(settings);
+}
+
+/** Puts the controls in line with `s` (used after a cancel, to show what is displayed). */
+function syncControls(s) {
+  if (!summary) return;
+  ui.target.value = String(s.targets[0]);
+  ui.layer.value = String(s.layer);
+  ui.layerOut.textContent = `${s.layer} of ${summary.numLayers}`;
+  ui.alpha.value = String(s.alpha);
+  ui.alphaOut.textContent = String(s.alpha);
+  for (const r of document.querySelectorAll('input[name="fusion"]')) r.checked = r.value === s.fusion;
+  for (const c of ui.heads.querySelectorAll('input')) c.checked = !s.heads || s.heads.includes(Number(c.value));
+  for (const c of document.querySelectorAll('input[name="method"]')) c.checked = s.methods.includes(c.value);
+  ui.sink.value = s.sink === null ? 'auto' : String(s.sink);
+  ui.scale.value = s.scale;
+  ui.threshold.value = String(s.threshold);
+  ui.thresholdOut.textContent = String(s.threshold);
+  ui.edgeFilter.value = s.filter;
+}
+
+function restoreShown() {
+  if (!shown) return;
+  Object.assign(settings, structuredClone(shown.settings));
+  syncControls(settings);
+}
+
+function selectedHeads() {
+  const boxes = [...ui.heads.querySelectorAll('input')];
+  const on = boxes.filter((c) => c.checked).map((c) => Number(c.value));
+  return on.length === boxes.length ? null : on;
+}
+
+ui.target.addEventListener('change', () => {
+  settings.targets = [Number(ui.target.value)];
+  settings.sink = null;
+  refresh();
+});
+ui.layer.addEventListener('input', () => {
+  settings.layer = Number(ui.layer.value);
+  ui.layerOut.textContent = `${settings.layer} of ${summary?.numLayers ?? ''}`;
+  settings.sink = null;
+  refresh();
+});
+for (const r of document.querySelectorAll('input[name="fusion"]')) {
+  r.addEventListener('change', () => {
+    settings.fusion = r.value;
+    refresh();
+  });
+}
+ui.heads.addEventListener('change', (e) => {
+  const boxes = [...ui.heads.querySelectorAll('input')];
+  if (!boxes.some((c) => c.checked)) {
+    e.target.checked = true;  // at least one head must be fused
+    ui.status.textContent = 'At least one head must stay selected';
+    return;
+  }
+  settings.heads = selectedHeads();
+  refresh();
+});
+ui.headsAll.addEventListener('click', () => {
+  for (const c of ui.heads.querySelectorAll('input')) c.checked = true;
+  settings.heads = null;
+  refresh();
+});
+ui.headsInvert.addEventListener('click', () => {
+  const boxes = [...ui.heads.querySelectorAll('input')];
+  if (boxes.every((c) => c.checked)) return;
+  for (const c of boxes) c.checked = !c.checked;
+  settings.heads = selectedHeads();
+  refresh();
+});
+let alphaTimer = 0;
+ui.alpha.addEventListener('input', () => {
+  settings.alpha = Number(ui.alpha.value);
+  ui.alphaOut.textContent = String(settings.alpha);
+  clearTimeout(alphaTimer);
+  alphaTimer = setTimeout(() => refresh(), 120);
+});
+for (const c of document.querySelectorAll('input[name="method"]')) {
+  c.addEventListener('change', () => {
+    const on = [...document.querySelectorAll('input[name="method"]')].filter((x) => x.checked).map((x) => x.value);
+    if (!on.length) {
+      c.checked = true;
+      return;
+    }
+    settings.methods = METHODS.filter((m) => on.includes(m));
+    redraw();
+  });
+}
+ui.scale.addEventListener('change', () => {
+  settings.scale = ui.scale.value;
+  redraw();
+});
+ui.palette.replaceChildren(...Object.keys(PALETTES).map((k) => h('option', { value: k }, PALETTE_NAMES[k])));
+ui.palette.addEventListener('change', () => {
+  setPalette(ui.palette.value);
+  redraw();
+});
+ui.sink.addEventListener('change', () => {
+  settings.sink = ui.sink.value === 'auto' ? null : Number(ui.sink.value);
+  refresh();
+});
+ui.edgeFilter.addEventListener('change', () => {
+  settings.filter = ui.edgeFilter.value;
+  redrawGraph();
+});
+ui.threshold.addEventListener('input', () => {
+  settings.threshold = Number(ui.threshold.value);
+  ui.thresholdOut.textContent = String(settings.threshold);
+  redrawGraph();
+});
+ui.cancel.addEventListener('click', () => {
+  generation++;
+  if (!client.cancel()) idle('Nothing to cancel');
+  running = null;
+  restoreShown();
+  idle('Cancelled');
+  setState(shown ? 'done' : 'error');
+});
+ui.computeAll.addEventListener('click', () => refresh({ all: true }));
+
+wireStrips(ui.strips, {
+  onSelect(index, add) {
+    if (add) {
+      const t = settings.targets.includes(index)
+        ? settings.targets.filter((x) => x !== index)
+        : [...settings.targets, index].slice(-MAX_TARGETS);
+      if (!t.length) return;
+      settings.targets = t;
+    } else {
+      settings.targets = [index];
+    }
+    settings.sink = null;
+    refresh({ focus: index });
+  },
+  onInspect: inspect,
+});
+
+function inspect(info) {
+  if (!info || !summary) {
+    ui.readout.textContent = 'Hover or focus a token to see its exact score.';
+    return;
+  }
+  const tok = (i) => `“${summary.tokens[i]}”`;
+  ui.readout.replaceChildren(
+    h('span', { class: `method-name m-${info.method}` }, METHOD_LABEL[info.method] ?? info.method),
+    ` · layer ${info.layer} · target ${info.target} ${tok(info.target)} → input ${info.index} ${tok(info.index)} = `,
+    h('code', { class: 'value' }, String(info.value)),
+  );
+}
+
+ui.heatmaps.addEventListener('mousemove', (e) => {
+  const host = e.target.closest?.('svg[data-method]');
+  if (!host || !shown) return;
+  const method = host.dataset.method;
+  const cell = heatmapCellAt(e, shown.results[method], shown.settings.targets[0]);
+  if (cell) inspect({ method, layer: cell.layer, target: shown.settings.targets[0], index: cell.index, value: cell.value });
+});
+ui.heatmaps.addEventListener('click', (e) => {
+  const host = e.target.closest?.('svg[data-method]');
+  if (!host || !shown) return;
+  const cell = heatmapCellAt(e, shown.results[host.dataset.method], shown.settings.targets[0]);
+  if (!cell) return;
+  settings.layer = cell.layer;
+  settings.sink = cell.index;
+  syncControls(settings);
+  refresh();
+});
+ui.graph.addEventListener('click', (e) => {
+  const node = e.target.closest?.('.g-input');
+  if (!node) return;
+  settings.sink = Number(node.dataset.index);
+  ui.sink.value = String(settings.sink);
+  refresh();
+});
+
+// Examples and files.
+ui.example.addEventListener('change', () => loadExample(ui.example.value));
+ui.file.addEventListener('change', () => {
+  const f = ui.file.files?.[0];
+  if (f) loadInput(f, f.name);
+  ui.file.value = '';  // the same file can be chosen again
+});
+let dragDepth = 0;
+window.addEventListener('dragenter', (e) => {
+  if (![...(e.dataTransfer?.types ?? [])].includes('Files')) return;
+  dragDepth++;
+  ui.dropzone.hidden = false;
+});
+window.addEventListener('dragleave', () => {
+  dragDepth = Math.max(0, dragDepth - 1);
+  if (!dragDepth) ui.dropzone.hidden = true;
+});
+window.addEventListener('dragover', (e) => e.preventDefault());
+window.addEventListener('drop', (e) => {
+  e.preventDefault();
+  dragDepth = 0;
+  ui.dropzone.hidden = true;
+  const f = e.dataTransfer?.files?.[0];
+  if (f) loadInput(f, f.name);
+});
+
+let examples = [];
+async function loadExample(file) {
+  const ex = examples.find((x) => x.file === file);
+  if (!ex) return;
+  try {
+    const res = await fetch(`examples/${encodeURIComponent(ex.file)}`);
+    if (!res.ok) throw new Error(`examples/${ex.file}: HTTP ${res.status}`);
+    await loadInput(await res.blob(), ex.file, { example: true });
+  } catch (error) {
+    fail(error, 'Could not load the example');
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Computing.
+
+function cancelStale(force) {
+  if (!running || !client.busy) return;
+  if (force || running.long || performance.now() - running.started > STALE_MS) client.cancel();
+}
+
+/**
+ * Brings the display in line with `settings`: fuses if needed, computes what the cache lacks,
+ * fetches the graph's data, then draws. `all` computes every row (long; shows progress).
+ */
+async function refresh({ all = false, keepRunning = false, gen = 0, focus = null } = {}) {
+  if (!summary) return;
+  if (!keepRunning) {
+    gen = ++generation;
+    cancelStale(all);
+  }
+  const s = structuredClone(settings);
+  running = { gen, started: performance.now(), long: all };
+  setState('computing');
+  busy(all ? 'Computing every row of every layer…' : 'Computing…', { long: all });
+  const stale = () => gen !== generation;
+  try {
+    const f = client.fusion;
+    const heads = s.heads;
+    if (!summary.fused && (f.fusion !== s.fusion || String(f.heads) !== String(heads))) {
+      await client.fuse({ fusion: s.fusion, heads });
+      if (stale()) return;
+    }
+    const results = {};
+    for (const method of METHODS) {
+      const set = resultSet(method, s);
+      const rows = all ? (set.parts.some((p) => p.rows.length === summary.numTokens) ? [] : 'all')
+        : s.targets.filter((t) => !set.hasRow(t));
+      if (rows === 'all' || rows.length) {
+        const r = await client.compute(method, {
+          alpha: s.alpha, layers: 'all', rows,
+          onProgress: method === 'flow' ? onProgress(all ? 'Flow, every row' : 'Flow') : undefined,
+        });
+        if (stale()) return;
+        if (rows === 'all') set.parts = [r];  // supersedes the single rows
+        else set.add(r);
+      }
+      results[method] = set;
+    }
+    // Graph: residual-mixed layers 1..layer and the bottleneck of the selected flow.
+    const target = s.targets[0];
+    const flowRow = results.flow.scoresFor(s.layer, target);
+    const sink = s.sink ?? argmax(flowRow);
+    const gk = graphKey(s);
+    if (!mixedCache.has(gk)) mixedCache.set(gk, new Map());
+    const mixed = mixedCache.get(gk);
+    for (let l = 1; l <= s.layer; l++) {
+      if (!mixed.has(l)) {
+        const m = await client.mixedLayer(l, { alpha: s.alpha });
+        if (stale()) return;
+        mixed.set(l, m);
+      }
+    }
+    const ck = `${gk}|${s.layer}|${target}|${sink}`;
+    if (!cutCache.has(ck)) {
+      const b = await client.bottleneck(s.layer, target, sink, { alpha: s.alpha });
+      if (stale()) return;
+      cutCache.set(ck, b);
+    }
+    running = null;
+    shown = {
+      settings: s, results, sink,
+      mixed: Array.from({ length: s.layer }, (_, k) => mixed.get(k + 1)),
+      bottleneck: cutCache.get(ck),
+    };
+    draw();
+    clearError();
+    setState('done');
+    idle(all ? `Done: every row of every layer (${summary.numLayers * summary.numTokens * summary.numTokens} flows)` : 'Ready');
+    if (focus !== null) ui.strips.querySelector(`[data-method="${s.methods[0]}"] [data-index="${focus}"]`)?.focus();
+  } catch (error) {
+    if (stale()) return;
+    running = null;
+    fail(error, 'Computation failed');
+  }
+}
+
+function argmax(a) {
+  let best = 0;
+  for (let i = 1; i < a.length; i++) if (a[i] > a[best]) best = i;
+  return best;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Drawing. `shown` holds the computed data; display-only settings (methods shown, colour scale,
+// palette, graph threshold and filter) are read from `settings` so they apply without computing.
+
+function view() {
+  return { ...shown.settings, methods: settings.methods, scale: settings.scale, threshold: settings.threshold, filter: settings.filter };
+}
+
+function draw() {
+  if (!shown) return;
+  const v = view();
+  const target = v.targets[0];
+  const tok = (i) => `“${ellipsize(showToken(summary.tokens[i]), 30)}”`;
+  renderStrips(ui.strips, {
+    tokens: summary.tokens, layer: v.layer, targets: v.targets, methods: v.methods, results: shown.results, scale: v.scale,
+  });
+  ui.stripsSub.textContent = `How much each input token contributes to ${v.targets.length > 1
+    ? `targets ${v.targets.join(', ')}` : `target ${target} ${tok(target)}`} at the output of layer ${v.layer} of ${summary.numLayers}`
+    + ` · ${summary.fused ? 'pre-fused heads' : `${v.fusion} of ${v.heads ? `heads ${v.heads.join(', ')}` : 'all heads'}`} · α = ${v.alpha}. Click a token to make it the target.`;
+  const rows = [];
+  for (const m of v.methods) for (const t of v.targets) rows.push(shown.results[m].scoresFor(v.layer, t));
+  const range = legendRange(v.scale, rows);
+  ui.stripsLegend.replaceChildren(svg('svg', { width: 330, height: 30, viewBox: '0 0 330 30', 'font-family': FONT, class: 'legend-svg', 'aria-hidden': 'true' },
+    legendGroup({ x: 1, y: 2, width: 200, ...range })));
+  drawHeatmaps(v);
+  redrawGraph();
+  const hasMeta = renderMeta(ui.meta, {
+    tokens: summary.tokens, meta: summary.meta, methods: v.methods, results: shown.results, target, layer: v.layer, scale: v.scale,
+  });
+  ui.metaPanel.hidden = !hasMeta;
+}
+
+function heatmapWidth(count) {
+  const w = ui.heatmaps.clientWidth || 900;
+  const cols = w >= 880 ? count : w >= 560 ? Math.min(2, count) : 1;
+  return Math.floor((w - (cols - 1) * 16) / cols);
+}
+
+function drawHeatmaps(v) {
+  const target = v.targets[0];
+  const width = heatmapWidth(v.methods.length);
+  ui.heatmaps.replaceChildren(...v.methods.map((method) => h('figure', { class: 'heatmap-fig' }, heatmapSVG({
+    tokens: summary.tokens, method, result: shown.results[method], target, layer: v.layer, scale: v.scale, width,
+  }))));
+  ui.heatmaps.dataset.cols = String(v.methods.length);
+  ui.heatmapsSub.textContent = `Attribution of target ${target} “${ellipsize(showToken(summary.tokens[target]), 30)}” to every input token, at the output of each layer (last layer on top). Click a cell to select its layer and input token.`;
+}
+
+let graphInfo = null;
+function redrawGraph() {
+  if (!shown) return;
+  const v = view();
+  const target = v.targets[0];
+  const width = ui.graph.clientWidth || 900;
+  graphInfo = graphSVG({
+    tokens: summary.tokens, layer: v.layer, target, sink: shown.sink, mixed: shown.mixed,
+    threshold: v.threshold, filter: v.filter, bottleneck: shown.bottleneck,
+    flowRow: shown.results.flow.scoresFor(v.layer, target), alpha: v.alpha, width,
+  });
+  ui.graph.replaceChildren(graphInfo.svg);
+  describeBottleneck(v);
+}
+
+function describeBottleneck(v) {
+  const b = shown.bottleneck;
+  const t = v.targets[0];
+  const j = shown.sink;
+  const q = (i) => `“${summary.tokens[i]}”`;
+  const score = shown.results.flow.scoresFor(v.layer, t)[j];
+  const lines = [];
+  const kindText = {
+    sink: [h('strong', {}, 'Decided by the sink. '), `The minimum cut is the input token ${q(j)}’s own in-edges from layer 1: its score is bounded by how much layer-1 attention flows into it, whatever the layers above or the target do.`],
+    source: [h('strong', {}, 'Decided by the source. '), `The minimum cut is the target ${q(t)}’s own out-edges at layer ${v.layer}: everything the target attends to could reach ${q(j)}.`],
+    inner: [h('strong', {}, 'Decided inside the network. '), `The minimum cut runs through layers ${[...new Set(b.cut.map((e) => e.layer))].sort((a, c) => a - c).join(', ') || '–'}: those layers limit how much of ${q(t)} can reach ${q(j)}.`],
+  }[b.kind] ?? [];
+  lines.push(h('p', {}, [
+    `Flow from ${q(t)} at layer ${v.layer} to input ${q(j)}: `,
+    h('code', {}, fmt(b.value, 6)), ' (raw max-flow), ', h('code', {}, fmt(score, 6)), ' after normalising the row. ',
+    ...kindText,
+  ]));
+  const shownCut = b.cut.slice().sort((a, c) => c.capacity - a.capacity).slice(0, 10);
+  if (shownCut.length) {
+    lines.push(h('p', { class: 'cut-list' }, [
+      `Cut (${b.cut.length} edge${b.cut.length === 1 ? '' : 's'}, total ${fmt(b.value, 6)}): `,
+      ...shownCut.flatMap((e, k) => [k ? ', ' : '', h('span', { class: 'cut-edge' }, `L${e.layer} ${summary.tokens[e.from]} → ${summary.tokens[e.to]} (${fmt(e.capacity, 3)})`)]),
+      b.cut.length > shownCut.length ? ', …' : '',
+    ]));
+  }
+  ui.bottleneck.replaceChildren(...lines);
+  ui.bottleneck.dataset.kind = b.kind;
+}
+
+function redraw() {
+  if (shown) draw();
+}
+
+let resizeTimer = 0;
+let lastWidth = 0;
+new ResizeObserver(() => {
+  const w = ui.results.clientWidth;
+  if (w === lastWidth) return;
+  lastWidth = w;
+  clearTimeout(resizeTimer);
+  resizeTimer = setTimeout(() => {
+    if (!shown) return;
+    drawHeatmaps(view());
+    redrawGraph();
+  }, 120);
+}).observe(ui.results);
+
+// ---------------------------------------------------------------------------------------------
+// Exports.
+
+function baseName() {
+  const v = shown.settings;
+  return `${sourceName.replace(/\.[^.]+(\.gz)?$/, '').replace(/[^\w.-]+/g, '_') || 'attnflow'}-L${v.layer}-t${v.targets.join('_')}`;
+}
+
+function exportSVG(which) {
+  const v = view();
+  const target = v.targets[0];
+  const tok = (i) => `“${ellipsize(showToken(summary.tokens[i]), 30)}”`;
+  if (which === 'strips') {
+    return stripsSVG({
+      tokens: summary.tokens, layer: v.layer, targets: v.targets, methods: v.methods, results: shown.results, scale: v.scale,
+      title: `Attribution to input tokens: ${v.targets.length > 1 ? `targets ${v.targets.join(', ')}` : `target ${tok(target)}`}, layer ${v.layer} of ${summary.numLayers}, α = ${v.alpha}`,
+    });
+  }
+  if (which === 'heatmaps') {
+    const parts = [...ui.heatmaps.querySelectorAll('svg.heatmap')].map((s) => s.cloneNode(true));
+    let x = 0;
+    let height = 0;
+    const g = [];
+    for (const p of parts) {
+      const w = Number(p.getAttribute('width'));
+      p.setAttribute('x', x);
+      p.setAttribute('y', 34);
+      g.push(p);
+      x += w + 16;
+      height = Math.max(height, Number(p.getAttribute('height')));
+    }
+    const W = Math.max(x - 16, 300);
+    return svg('svg', { xmlns: 'http://www.w3.org/2000/svg', width: W, height: height + 40, viewBox: `0 0 ${W} ${height + 40}`, 'font-family': FONT }, [
+      svg('rect', { width: W, height: height + 40, fill: '#ffffff' }),
+      svg('text', { x: 36, y: 22, 'font-size': 15, 'font-weight': 600, fill: '#1d2430' }, `Target ${tok(target)}: attribution per layer, α = ${v.alpha}`),
+      ...g,
+    ]);
+  }
+  if (which === 'graph') return graphInfo.svg.cloneNode(true);
+  if (which === 'meta') return metaSVG({ tokens: summary.tokens, meta: summary.meta, title: `Importance of each input token (${sourceName})` });
+  return null;
+}
+
+document.addEventListener('click', async (e) => {
+  const btn = e.target.closest?.('[data-export]');
+  if (!btn || !shown) return;
+  const which = btn.dataset.export;
+  const el = exportSVG(which);
+  if (!el) return;
+  const name = `${baseName()}-${which}`;
+  try {
+    if (btn.dataset.format === 'svg') download(svgBlob(el), `${name}.svg`);
+    else download(await pngBlob(el, 2), `${name}.png`);
+  } catch (error) {
+    showError(error);
+  }
+});
+
+function exportResults() {
+  const v = shown.settings;
+  const results = {};
+  for (const m of METHODS) {
+    const set = shown.results[m];
+    const all = set.rows.length === summary.numTokens;
+    results[m] = all ? set : set.restrict(v.targets.slice().sort((a, b) => a - b));
+  }
+  return { source: sourceName, summary, results };
+}
+ui.exportJson.addEventListener('click', () => {
+  if (!shown) return;
+  download(new Blob([scoresJSON(exportResults())], { type: 'application/json' }), `${baseName()}-scores.json`);
+});
+ui.exportCsv.addEventListener('click', () => {
+  if (!shown) return;
+  download(new Blob([scoresCSV(exportResults())], { type: 'text/csv' }), `${baseName()}-scores.csv`);
+});
+
+// ---------------------------------------------------------------------------------------------
+// Start: list the bundled examples and compute the first.
+
+async function start() {
+  try {
+    const res = await fetch('examples/index.json');
+    if (!res.ok) throw new Error(`examples/index.json: HTTP ${res.status}`);
+    examples = await res.json();
+  } catch (error) {
+    showError(error);
+    setState('error');
+    idle('No examples');
+    return;
+  }
+  const groups = new Map();
+  for (const ex of examples) {
+    if (!groups.has(ex.group)) groups.set(ex.group, h('optgroup', { label: ex.group }));
+    groups.get(ex.group).append(h('option', { value: ex.file }, `${ex.title} (${ex.numTokens} tokens)`));
+  }
+  ui.example.replaceChildren(h('option', { value: '', disabled: true }, 'Your file'), ...groups.values());
+  ui.example.value = examples[0].file;
+  await loadExample(examples[0].file);
+}
+
+clear(ui.strips);
+start();

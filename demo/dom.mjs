@@ -1,0 +1,54 @@
+// Safe DOM builders. Text (tokens are untrusted) only ever goes in through createTextNode, never
+// as markup; attributes are set one by one with setAttribute (no "on*" names accepted).
+const SVG_NS = 'http://www.w3.org/2000/svg';
+
+export const FONT = 'system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif';
+
+function fill(node, attrs, children) {
+  for (const [k, v] of Object.entries(attrs ?? {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (/^on/i.test(k)) throw new Error(`refusing event-handler attribute ${k}`);
+    node.setAttribute(k, v === true ? '' : String(v));
+  }
+  const list = children === undefined || children === null ? [] : Array.isArray(children) ? children : [children];
+  for (const c of list) {
+    if (c === null || c === undefined || c === false) continue;
+    node.append(typeof c === 'string' || typeof c === 'number' ? document.createTextNode(String(c)) : c);
+  }
+  return node;
+}
+
+/** An HTML element: h('button', {class: 'x'}, ['text', child]). */
+export function h(tag, attrs, children) {
+  return fill(document.createElement(tag), attrs, children);
+}
+
+/** An SVG element with presentation attributes (no CSS needed, so exports look the same). */
+export function svg(tag, attrs, children) {
+  return fill(document.createElementNS(SVG_NS, tag), attrs, children);
+}
+
+export function clear(node) {
+  while (node.firstChild) node.firstChild.remove();
+  return node;
+}
+
+let measureCtx = null;
+/** Width in px of `text` in the given font size (for laying out SVG text without the DOM). */
+export function textWidth(text, size = 12, weight = 'normal') {
+  measureCtx ??= document.createElement('canvas').getContext('2d');
+  measureCtx.font = `${weight} ${size}px ${FONT}`;
+  return measureCtx.measureText(text).width;
+}
+
+/** Shortens long tokens for axis labels (the full text stays available in titles and tooltips). */
+export function ellipsize(text, max = 14) {
+  const chars = [...text];
+  return chars.length > max ? `${chars.slice(0, max - 1).join('')}…` : text;
+}
+
+/** A visible form of a token: whitespace made visible, so " " and "\n" tokens do not vanish. */
+export function showToken(text) {
+  if (text === '') return '∅';
+  return text.replace(/\n/g, '⏎').replace(/\t/g, '⇥').replace(/^ +| +$/g, (m) => '·'.repeat(m.length));
+}

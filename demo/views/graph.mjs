@@ -1,0 +1,156 @@
+// The flow network as a layered graph: nodes (l, i) for layers 0..ℓ (inputs at the bottom), an
+// edge (l, i) -> (l-1, j) for every residual-mixed attention weight A[l][i][j] above the
+// threshold, width by weight. The minimum cut of the selected flow (source = target token at
+// layer ℓ, sink = one input token) is drawn on top in vermillion.
+import { svg, textWidth, ellipsize, showToken, FONT } from '../dom.mjs';
+import { color, fmt, legendGroup } from '../colors.mjs';
+
+export const MAX_EDGES = 4000;
+const CUT = '#d55e00';
+const EDGE = '#34466b';
+
+/**
+ * @param {{tokens: string[], layer: number, target: number, sink: number,
+ *   mixed: Float64Array[], threshold: number, filter: 'all'|'source'|'path',
+ *   bottleneck: {value:number, cut:{layer:number,from:number,to:number,capacity:number}[], kind:string}|null,
+ *   flowRow: Float64Array, alpha: number, width: number}} p mixed[l-1] is A[l], flat n*n.
+ */
+export function graphSVG(p) {
+  const { tokens, layer: top, target, sink, mixed, threshold, filter, bottleneck, flowRow, alpha } = p;
+  const n = tokens.length;
+  const W = Math.max(480, p.width);
+  const left = 64;
+  const right = 18;
+  const head = 34;
+  const colW = (W - left - right) / n;
+  const rowGap = Math.max(34, Math.min(72, 440 / Math.max(1, top)));
+  const labelEvery = Math.max(1, Math.ceil(12 / colW));
+  const labels = tokens.map((t) => ellipsize(showToken(t), 14));
+  const rotate = labels.some((s, j) => j % labelEvery === 0 && textWidth(s, 11) > colW * labelEvery - 4);
+  const labelLen = Math.max(...labels.map((s) => textWidth(s, 11)));
+  const footer = (rotate ? labelLen * 0.8 + 16 : 22) + 58;
+  const H = head + rowGap * top + 14 + footer;
+  const x = (j) => left + (j + 0.5) * colW;
+  const y = (l) => head + 10 + (top - l) * rowGap;
+
+  // Which edges to draw: above the threshold, optionally only those reachable from the source
+  // (and, for 'path', that can also reach the sink).
+  const A = (l, i, j) => mixed[l - 1][i * n + j];
+  const from = Array.from({ length: top + 1 }, () => new Uint8Array(n));
+  from[top][target] = 1;
+  for (let l = top; l >= 1; l--) {
+    for (let i = 0; i < n; i++) {
+      if (!from[l][i] && filter !== 'all') continue;
+      for (let j = 0; j < n; j++) if (A(l, i, j) >= threshold && A(l, i, j) > 0) from[l - 1][j] = 1;
+    }
+  }
+  const to = Array.from({ length: top + 1 }, () => new Uint8Array(n));
+  to[0][sink] = 1;
+  for (let l = 1; l <= top; l++) {
+    for (let i = 0; i < n; i++) {
+      for (let j = 0; j < n; j++) if (to[l - 1][j] && A(l, i, j) >= threshold && A(l, i, j) > 0) { to[l][i] = 1; break; }
+    }
+  }
+  const edges = [];
+  for (let l = 1; l <= top; l++) {
+    for (let i = 0; i < n; i++) {
+      if (filter !== 'all' && !from[l][i]) continue;
+      if (filter === 'path' && !to[l][i]) continue;
+      for (let j = 0; j < n; j++) {
+        const w = A(l, i, j);
+        if (!(w >= threshold) || w <= 0) continue;
+        if (filter === 'path' && !to[l - 1][j]) continue;
+        edges.push([l, i, j, w]);
+      }
+    }
+  }
+  let shown = edges;
+  if (edges.length > MAX_EDGES) {
+    shown = edges.sort((a, b) => b[3] - a[3]).slice(0, MAX_EDGES);
+  }
+  shown.sort((a, b) => a[3] - b[3]);  // heavy edges drawn last, on top
+
+  const root = svg('svg', {
+    xmlns: 'http://www.w3.org/2000/svg', viewBox: `0 0 ${W} ${H}`, width: W, height: H,
+    'font-family': FONT, class: 'flowgraph', role: 'img',
+    'aria-label': `Flow network from token ${target} at layer ${top} to the input tokens; minimum cut to token ${sink} highlighted`,
+  });
+  root.append(svg('rect', { width: W, height: H, fill: '#ffffff' }));
+  root.append(svg('text', { x: left, y: 20, 'font-size': 13, 'font-weight': 600, fill: '#1d2430' },
+    `Flow network: “${ellipsize(showToken(tokens[target]), 24)}” at layer ${top} → “${ellipsize(showToken(tokens[sink]), 24)}” (input), α = ${alpha}`));
+
+  // Layer guides and labels.
+  for (let l = 0; l <= top; l++) {
+    root.append(svg('line', { x1: left - 6, x2: W - right, y1: y(l), y2: y(l), stroke: '#eef0f3', 'stroke-width': 1 }));
+    root.append(svg('text', { x: left - 12, y: y(l) + 4, 'font-size': 11, 'text-anchor': 'end', fill: '#4a4f57' },
+      l === 0 ? 'input' : `L${l}`));
+  }
+  const edgeLayer = svg('g', { 'stroke-linecap': 'round' });
+  for (const [l, i, j, w] of shown) {
+    edgeLayer.append(svg('line', {
+      x1: x(i), y1: y(l), x2: x(j), y2: y(l - 1), stroke: EDGE,
+      'stroke-width': (0.4 + 5.5 * w).toFixed(2), 'stroke-opacity': (0.18 + 0.62 * w).toFixed(3),
+    }));
+  }
+  root.append(edgeLayer);
+  const cutLayer = svg('g', { 'stroke-linecap': 'round' });
+  const cut = bottleneck?.cut ?? [];
+  for (const e of cut) {
+    cutLayer.append(svg('line', {
+      x1: x(e.from), y1: y(e.layer), x2: x(e.to), y2: y(e.layer - 1), stroke: CUT,
+      'stroke-width': (2 + 5 * e.capacity).toFixed(2), 'stroke-opacity': 0.95, 'data-cut': '1',
+    }, svg('title', {}, `cut edge L${e.layer}: ${tokens[e.from]} → ${tokens[e.to]} (capacity ${e.capacity})`)));
+  }
+  root.append(cutLayer);
+
+  // Nodes. Input nodes are coloured by their flow score (normalised by the row's max).
+  const r = Math.max(2, Math.min(6.5, colW * 0.3));
+  let maxFlow = 0;
+  for (const v of flowRow) if (v > maxFlow) maxFlow = v;
+  const nodes = svg('g', {});
+  for (let l = 0; l <= top; l++) {
+    for (let j = 0; j < n; j++) {
+      const isSource = l === top && j === target;
+      const isSink = l === 0 && j === sink;
+      const active = filter === 'all' || from[l][j];
+      const attrs = {
+        cx: x(j), cy: y(l), r: isSource || isSink ? r + 2 : r,
+        fill: l === 0 ? color(maxFlow > 0 ? flowRow[j] / maxFlow : 0) : '#ffffff',
+        stroke: isSource || isSink ? CUT : active ? '#5b6577' : '#c9ced6',
+        'stroke-width': isSource || isSink ? 2.5 : 1,
+        class: l === 0 ? 'g-node g-input' : 'g-node',
+        'data-layer': l, 'data-index': j,
+      };
+      if (l === 0) attrs['data-value'] = String(flowRow[j]);
+      nodes.append(svg('circle', attrs, svg('title', {}, l === 0
+        ? `${tokens[j]}: flow ${fmt(flowRow[j], 6)}`
+        : `${tokens[j]} at layer ${l}`)));
+    }
+  }
+  root.append(nodes);
+
+  // Token labels under the inputs.
+  const labelY = y(0) + 18;
+  labels.forEach((s, j) => {
+    if (j % labelEvery && j !== target && j !== sink) return;
+    const bold = j === target || j === sink;
+    root.append(svg('text', rotate
+      ? { transform: `translate(${x(j) + 3},${labelY}) rotate(-50)`, 'font-size': 11, 'text-anchor': 'end', fill: bold ? CUT : '#30353d', 'font-weight': bold ? 700 : 400 }
+      : { x: x(j), y: labelY, 'font-size': 11, 'text-anchor': 'middle', fill: bold ? CUT : '#30353d', 'font-weight': bold ? 700 : 400 }, s));
+  });
+
+  // Legend: edge widths, the cut, node colours.
+  const ly = H - 34;
+  const lg = svg('g', { transform: `translate(${left},${ly})`, 'font-size': 10, fill: '#4a4f57' });
+  [0.1, 0.5, 1].forEach((w, k) => {
+    const lx = k * 70;
+    lg.append(svg('line', { x1: lx, x2: lx + 26, y1: 5, y2: 5, stroke: EDGE, 'stroke-width': 0.4 + 5.5 * w, 'stroke-opacity': 0.18 + 0.62 * w }));
+    lg.append(svg('text', { x: lx + 31, y: 9 }, `A = ${w}`));
+  });
+  lg.append(svg('line', { x1: 220, x2: 246, y1: 5, y2: 5, stroke: CUT, 'stroke-width': 4 }));
+  lg.append(svg('text', { x: 251, y: 9 }, 'minimum cut'));
+  lg.append(svg('text', { x: 330, y: 9 }, `${shown.length}${edges.length > shown.length ? ` of ${edges.length}` : ''} edges ≥ ${fmt(threshold, 3)}`));
+  root.append(lg);
+  root.append(legendGroup({ x: Math.max(left + 480, W - right - 230), y: ly - 2, width: 140, min: 0, max: maxFlow || 1, label: 'flow (inputs)' }));
+  return { svg: root, edgesShown: shown.length, edgesTotal: edges.length };
+}

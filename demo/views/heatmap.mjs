@@ -1,0 +1,118 @@
+// Layer x input-token heatmap of one method for one target row (the paper's figure: how the
+// attribution to each input token evolves with depth). The SVG is both what the page shows and
+// what is exported, so it uses presentation attributes only.
+import { svg, textWidth, ellipsize, showToken, FONT } from '../dom.mjs';
+import { color, fmt, legendGroup, rgb } from '../colors.mjs';
+import { METHOD_LABEL, legendRange, scaler } from './common.mjs';
+
+const MAX_RECTS = 6000;  // above this the cells are drawn as one image (fast to draw and export)
+
+/**
+ * @returns {SVGSVGElement} with data-method; cells carry data-layer / data-index / data-value.
+ */
+export function heatmapSVG({ tokens, method, result, target, layer, scale, width = 420, title }) {
+  const n = tokens.length;
+  const L = result.layers.length;
+  const rows = result.layers.map((l) => result.scoresFor(l, target));
+  const rowScaler = scaler(scale, rows);
+  const left = 36;
+  const right = 10;
+  const top = 30;
+  const cw = Math.max(2, Math.min(28, (width - left - right) / n));
+  const ch = Math.max(8, Math.min(24, 260 / L));
+  const gridW = cw * n;
+  const gridH = ch * L;
+  const labelEvery = Math.max(1, Math.ceil(11 / cw));
+  const labels = tokens.map((t) => ellipsize(showToken(t), 12));
+  const labelLen = Math.max(20, ...labels.map((s, i) => (i % labelEvery ? 0 : textWidth(s, 10))));
+  const bottom = labelLen * 0.82 + 18 + 34;
+  const w = Math.max(left + gridW + right, 240);
+  const hgt = top + gridH + bottom;
+  const root = svg('svg', {
+    xmlns: 'http://www.w3.org/2000/svg', viewBox: `0 0 ${w} ${hgt}`, width: w, height: hgt,
+    'font-family': FONT, 'data-method': method, class: 'heatmap', role: 'img',
+    'aria-label': `${METHOD_LABEL[method]} heatmap: layers 1 to ${L} by input token, target ${target}`,
+  });
+  root.append(svg('rect', { width: w, height: hgt, fill: '#ffffff' }));
+  root.append(svg('text', { x: left, y: 18, 'font-size': 13, 'font-weight': 600, fill: '#1d2430' }, title ?? METHOD_LABEL[method]));
+  const grid = svg('g', { transform: `translate(${left},${top})` });
+  const yOf = (li) => (L - 1 - li) * ch;  // last layer on top, like the flow graph
+  if (n * L <= MAX_RECTS) {
+    rows.forEach((row, li) => {
+      const norm = rowScaler(row);
+      row.forEach((v, j) => {
+        grid.append(svg('rect', {
+          x: j * cw, y: yOf(li), width: cw + 0.02, height: ch + 0.02, fill: color(norm(v)),
+          'data-layer': result.layers[li], 'data-index': j, 'data-value': String(v), class: 'hm-cell',
+        }));
+      });
+    });
+  } else {
+    const canvas = document.createElement('canvas');
+    canvas.width = n;
+    canvas.height = L;
+    const ctx = canvas.getContext('2d');
+    const img = ctx.createImageData(n, L);
+    rows.forEach((row, li) => {
+      const norm = rowScaler(row);
+      const y = L - 1 - li;
+      row.forEach((v, j) => {
+        const [r, g, b] = rgb(norm(v));
+        const o = (y * n + j) * 4;
+        img.data[o] = r; img.data[o + 1] = g; img.data[o + 2] = b; img.data[o + 3] = 255;
+      });
+    });
+    ctx.putImageData(img, 0, 0);
+    grid.append(svg('image', {
+      href: canvas.toDataURL('image/png'), x: 0, y: 0, width: gridW, height: gridH,
+      preserveAspectRatio: 'none', 'image-rendering': 'pixelated', class: 'hm-image',
+      'data-n': n, 'data-layers': result.layers.join(','),
+    }));
+  }
+  // Selected layer and target column.
+  const sel = result.layers.indexOf(layer);
+  if (sel >= 0) grid.append(svg('rect', { x: -1, y: yOf(sel) - 1, width: gridW + 2, height: ch + 2, fill: 'none', stroke: '#d55e00', 'stroke-width': 2, 'pointer-events': 'none' }));
+  grid.append(svg('path', { d: `M${(target + 0.5) * cw},${gridH + 2} l-4,6 h8 z`, fill: '#d55e00' }));
+  // Layer labels.
+  const layerEvery = Math.max(1, Math.ceil(11 / ch));
+  result.layers.forEach((l, li) => {
+    if ((L - 1 - li) % layerEvery && li !== sel) return;
+    grid.append(svg('text', {
+      x: -6, y: yOf(li) + ch / 2 + 3.5, 'font-size': 10, 'text-anchor': 'end',
+      fill: li === sel ? '#d55e00' : '#4a4f57', 'font-weight': li === sel ? 700 : 400,
+    }, `L${l}`));
+  });
+  // Token labels, rotated.
+  labels.forEach((s, j) => {
+    if (j % labelEvery && j !== target) return;
+    const x = (j + 0.5) * cw;
+    grid.append(svg('text', {
+      transform: `translate(${x + 3},${gridH + 12}) rotate(-55)`, 'font-size': 10, 'text-anchor': 'end',
+      fill: j === target ? '#d55e00' : '#30353d', 'font-weight': j === target ? 700 : 400,
+    }, s));
+  });
+  root.append(grid);
+  const range = legendRange(scale, rows);
+  root.append(legendGroup({ x: left, y: hgt - 30, width: Math.min(150, Math.max(100, gridW * 0.6)), ...range }));
+  return root;
+}
+
+/** The cell under a pointer event on a heatmap (rect or image), as {layer, index, value}. */
+export function heatmapCellAt(event, result, target) {
+  const el = event.target;
+  if (el?.classList?.contains('hm-cell')) {
+    return { layer: Number(el.dataset.layer), index: Number(el.dataset.index), value: Number(el.dataset.value) };
+  }
+  if (el?.classList?.contains('hm-image')) {
+    const box = el.getBoundingClientRect();
+    const n = Number(el.dataset.n);
+    const layers = el.dataset.layers.split(',').map(Number);
+    const j = Math.min(n - 1, Math.floor(((event.clientX - box.left) / box.width) * n));
+    const yi = Math.min(layers.length - 1, Math.floor(((event.clientY - box.top) / box.height) * layers.length));
+    const layer = layers[layers.length - 1 - yi];
+    return { layer, index: j, value: result.scoresFor(layer, target)[j] };
+  }
+  return null;
+}
+
+export { fmt };

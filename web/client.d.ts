@@ -1,0 +1,82 @@
+// AttnflowWorker: run attnflow in a module worker (web/worker.mjs) from the page's thread, with
+// promises, progress and cancel. Same conventions as index.d.ts: layers 1-based; heads, rows and
+// token indices 0-based; scores float64.
+import type {
+  AttnflowError, Bottleneck, ComputeOptions, Fusion, FusionOptions, LoadOptions, Method, ResolvedOptions,
+} from './index.js';
+
+export { AttnflowError } from './index.js';
+
+/** What `load` reports about the input (the AttentionData fields that cross the worker boundary). */
+export interface LoadSummary {
+  /** n token strings (untrusted text: never insert them as HTML). */
+  tokens: string[];
+  numLayers: number;
+  /** 0 for pre-fused input. */
+  numHeads: number;
+  numTokens: number;
+  fused: boolean;
+  format: string;
+  warnings: string[];
+  meta?: Record<string, unknown>;
+}
+
+/** Scores computed in the worker: the same fields and helpers as the package's Result. */
+export class WorkerResult {
+  readonly method: Method;
+  readonly tokens: string[];
+  readonly layers: number[];
+  readonly rows: number[];
+  readonly numTokens: number;
+  readonly options: ResolvedOptions;
+  /** Flat [layers.length][rows.length][numTokens]. */
+  readonly scores: Float64Array;
+  /** True when (1-based layer, 0-based row) is in this result. */
+  has(layer: number, row: number): boolean;
+  scoresFor(layer: number, row: number): Float64Array;
+  toJSON(): {
+    method: Method; tokens: string[]; layers: number[]; rows: number[];
+    options: ResolvedOptions; scores: number[][][];
+  };
+}
+
+export interface WorkerComputeOptions extends Omit<ComputeOptions, 'onProgress' | keyof FusionOptions> {
+  /** Flow only: progress reports from the worker, at most every 50 ms. Use cancel() to stop. */
+  onProgress?: (done: number, total: number) => void;
+}
+
+export interface WorkerLoadOptions extends LoadOptions, FusionOptions {}
+
+/**
+ * One worker holding one loaded input with its heads fused. Requests run in order. Cancel
+ * terminates the worker (a running WebAssembly call cannot be interrupted otherwise) and starts a
+ * new one with the last loaded input and fusion re-sent; pending requests reject with an
+ * AttnflowError of code E_CANCELLED.
+ */
+export class AttnflowWorker {
+  /** workerUrl defaults to new URL('./worker.mjs', import.meta.url) of client.mjs. */
+  constructor(options?: { workerUrl?: string | URL });
+  /** True while a request made by the caller is pending. */
+  readonly busy: boolean;
+  /** The summary of the last input that loaded, or null. */
+  readonly summary: LoadSummary | null;
+  /** The fusion settings of the loaded input. */
+  readonly fusion: { fusion: Fusion; heads: number[] | null };
+  /**
+   * Loads and fuses an input. A Blob or File is passed by reference and read inside the worker
+   * (no copy on the main thread: use this for large files). Strings, buffers and parsed objects
+   * are copied into a Blob once, so they survive a restart. On failure the previous input stays
+   * loaded.
+   */
+  load(input: Blob | ArrayBuffer | ArrayBufferView | string | object, options?: WorkerLoadOptions): Promise<LoadSummary>;
+  /** Re-fuses the heads of the loaded input. */
+  fuse(options?: FusionOptions): Promise<void>;
+  compute(method: Method, options?: WorkerComputeOptions): Promise<WorkerResult>;
+  bottleneck(layer: number, row: number, token: number, options?: { alpha?: number }): Promise<Bottleneck>;
+  /** The residual-mixed matrix A[layer] (1-based) as flat n*n row-major. */
+  mixedLayer(layer: number, options?: { alpha?: number }): Promise<Float64Array>;
+  /** Rejects all pending requests with E_CANCELLED and restarts the worker; false if idle. */
+  cancel(): boolean;
+  /** Stops the worker for good. */
+  terminate(): void;
+}

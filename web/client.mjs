@@ -1,0 +1,201 @@
+// AttnflowWorker: the main-thread side of web/worker.mjs, a promise-based API that keeps every
+// computation off the page's thread (typed in client.d.ts). The explorer page uses it, and so can
+// any embedder:
+//
+//   import { AttnflowWorker } from 'attnflow/client';   // or '../web/client.mjs'
+//   const w = new AttnflowWorker();
+//   const summary = await w.load(file);                  // a File/Blob is read inside the worker
+//   const flow = await w.compute('flow', { rows: [0], onProgress: (d, t) => bar.value = d / t });
+//   w.cancel();                                          // rejects pending work with E_CANCELLED
+//
+// Cancel design: a running WebAssembly computation is synchronous inside the worker and cannot be
+// interrupted by a message (a shared-memory flag would need cross-origin isolation, which plain
+// static hosting does not give). So cancel() terminates the worker, rejects every pending request
+// with an AttnflowError E_CANCELLED, and starts a fresh worker at once, re-sending the last input
+// that loaded successfully and its fusion settings. The input is kept on this side as a Blob (a
+// File is only a handle: no bytes are read or copied on the main thread), so a restart re-reads it
+// inside the new worker. Requests are answered in the order they were made.
+import { AttnflowError } from './errors.mjs';
+
+export { AttnflowError } from './errors.mjs';
+
+const CODES = new Set(['E_FORMAT', 'E_INPUT', 'E_OPTION', 'E_TOO_LARGE', 'E_CANCELLED']);
+
+function toError(code, message) {
+  if (CODES.has(code)) return new AttnflowError(code, message);
+  const error = new Error(message);
+  error.name = 'AttnflowWorkerError';
+  return error;
+}
+
+/** Scores computed in the worker, with the same shape and helpers as the package's Result. */
+export class WorkerResult {
+  constructor(value, tokens) {
+    this.method = value.method;
+    this.tokens = tokens;
+    this.layers = value.layers;
+    this.rows = value.rows;
+    this.numTokens = value.numTokens;
+    this.options = value.options;
+    this.scores = value.scores;
+    Object.freeze(this);
+  }
+
+  has(layer, row) {
+    return this.layers.includes(layer) && this.rows.includes(row);
+  }
+
+  scoresFor(layer, row) {
+    const l = this.layers.indexOf(layer);
+    const r = this.rows.indexOf(row);
+    if (l < 0 || r < 0) throw new AttnflowError('E_OPTION', `layer ${layer}, row ${row} is not in this result`);
+    const start = (l * this.rows.length + r) * this.numTokens;
+    return this.scores.subarray(start, start + this.numTokens);
+  }
+
+  toJSON() {
+    const scores = this.layers.map((layer) => this.rows.map((row) => Array.from(this.scoresFor(layer, row))));
+    const { method, tokens, layers, rows, options } = this;
+    return { method, tokens, layers, rows, options, scores };
+  }
+}
+
+export class AttnflowWorker {
+  #url;
+  #worker = null;
+  #pending = new Map();  // id -> {resolve, reject, onProgress}
+  #nextId = 1;
+  #committed = null;     // {source, name, batch, tokens}: the last input that loaded
+  #fusion = { fusion: 'mean', heads: null };
+  #summary = null;
+  #terminated = false;
+
+  /** @param {{workerUrl?: string | URL}} [options] */
+  constructor(options = {}) {
+    this.#url = options.workerUrl ?? new URL('./worker.mjs', import.meta.url);
+    this.#spawn();
+  }
+
+  /** True while a request is waiting for the worker. */
+  get busy() {
+    for (const entry of this.#pending.values()) if (!entry.internal) return true;
+    return false;
+  }
+
+  /** The summary of the loaded input, or null. */
+  get summary() {
+    return this.#summary;
+  }
+
+  #spawn() {
+    const worker = new Worker(this.#url, { type: 'module' });
+    worker.onmessage = ({ data: msg }) => {
+      const entry = this.#pending.get(msg.id);
+      if (!entry) return;
+      if (msg.type === 'progress') {
+        entry.onProgress?.(msg.done, msg.total);
+        return;
+      }
+      this.#pending.delete(msg.id);
+      if (msg.type === 'result') entry.resolve(msg.value);
+      else entry.reject(toError(msg.code, msg.message));
+    };
+    worker.onerror = (event) => {
+      // The worker script itself failed (did not load, or threw outside a request).
+      event.preventDefault?.();
+      const error = toError(null, `the attnflow worker failed: ${event.message || 'it could not be started'}`);
+      for (const entry of this.#pending.values()) entry.reject(error);
+      this.#pending.clear();
+    };
+    this.#worker = worker;
+    if (this.#committed) {
+      // Restore the state of the worker we replaced; its answer is not awaited by anyone, and a
+      // failure shows up in the next request ("no attention data is loaded").
+      this.#post({ type: 'load', ...this.#committed, ...this.#fusion }, { internal: true }).catch(() => {});
+    }
+  }
+
+  #post(msg, { transfer = [], onProgress, internal = false } = {}) {
+    if (this.#terminated) return Promise.reject(new AttnflowError('E_CANCELLED', 'this AttnflowWorker was terminated'));
+    const id = this.#nextId++;
+    return new Promise((resolve, reject) => {
+      this.#pending.set(id, { resolve, reject, onProgress, internal });
+      this.#worker.postMessage({ ...msg, id }, transfer);
+    });
+  }
+
+  /**
+   * Loads an input in the worker (any format loadAttention reads) and fuses its heads.
+   * A Blob/File is passed by reference and read in the worker; other inputs are kept as a Blob so
+   * that the worker can be restarted after a cancel.
+   */
+  async load(input, options = {}) {
+    let source = input;
+    if (typeof input === 'string' || input instanceof ArrayBuffer || ArrayBuffer.isView(input)) {
+      source = new Blob([input]);  // one copy, so the bytes survive worker restarts
+    } else if (!(input instanceof Blob)) {
+      source = new Blob([JSON.stringify(input)], { type: 'application/json' });
+      options = { name: 'input.json', ...options };
+    }
+    const load = { source, name: options.name ?? input?.name, batch: options.batch, tokens: options.tokens };
+    const fusion = { fusion: options.fusion ?? 'mean', heads: options.heads ?? null };
+    const summary = await this.#post({ type: 'load', ...load, ...fusion });
+    this.#committed = load;
+    this.#fusion = fusion;
+    this.#summary = summary;
+    return summary;
+  }
+
+  /** Re-fuses the heads of the loaded input (fusion 'mean'|'max'|'min', heads null = all). */
+  async fuse(options = {}) {
+    const fusion = { fusion: options.fusion ?? 'mean', heads: options.heads ?? null };
+    await this.#post({ type: 'fuse', ...fusion });
+    this.#fusion = fusion;
+  }
+
+  /** The current fusion settings of the worker. */
+  get fusion() {
+    return { ...this.#fusion };
+  }
+
+  /** Computes 'raw' | 'rollout' | 'flow'; options as the package's ComputeOptions. */
+  async compute(method, options = {}) {
+    const { onProgress, ...rest } = options;
+    const value = await this.#post({ type: 'compute', method, options: rest }, { onProgress });
+    return new WorkerResult(value, this.#summary?.tokens ?? []);
+  }
+
+  /** The minimum cut of the flow from (layer, row) to input token `token`. */
+  bottleneck(layer, row, token, options = {}) {
+    return this.#post({ type: 'bottleneck', layer, row, token, alpha: options.alpha });
+  }
+
+  /** The residual-mixed matrix of a 1-based layer, flat n*n row-major. */
+  mixedLayer(layer, options = {}) {
+    return this.#post({ type: 'mixedLayer', layer, alpha: options.alpha });
+  }
+
+  /**
+   * Cancels all pending requests (they reject with E_CANCELLED) by replacing the worker.
+   * Returns false when nothing was pending (then nothing is restarted).
+   */
+  cancel() {
+    if (this.#terminated || !this.busy) return false;
+    this.#worker.terminate();
+    const error = new AttnflowError('E_CANCELLED', 'the computation was cancelled');
+    for (const entry of this.#pending.values()) entry.reject(error);
+    this.#pending.clear();
+    this.#spawn();
+    return true;
+  }
+
+  /** Stops the worker for good; pending requests reject with E_CANCELLED. */
+  terminate() {
+    if (this.#terminated) return;
+    this.#worker.terminate();
+    const error = new AttnflowError('E_CANCELLED', 'this AttnflowWorker was terminated');
+    for (const entry of this.#pending.values()) entry.reject(error);
+    this.#pending.clear();
+    this.#terminated = true;
+  }
+}
