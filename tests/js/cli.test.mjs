@@ -65,8 +65,8 @@ test('--unnormalized gives raw max-flow values', () => {
   const { stdout } = run(['flow', file('raw.json', GOOD), '--unnormalized', '--layers', '1']);
   const out = JSON.parse(stdout);
   assert.equal(out.options.normalize, false);
-  // Layer 1 is A[1] = (uniform + I) / 2: the diagonal carries 1/6 + 1/2.
-  assert.ok(Math.abs(out.scores[0][0][0] - (1 / 6 + 1 / 2)) < 1e-12);
+  // Layer 1: F = (uniform + I) / 2 has diagonal 2/3, so A[1] = (F + I) / 2 has diagonal 5/6.
+  assert.ok(Math.abs(out.scores[0][0][0] - 5 / 6) < 1e-12);
 });
 
 test('--help prints usage and exits 0', () => {
@@ -102,7 +102,7 @@ test('every bad input or option exits 2 with a one-line message naming the probl
   const negative = clone(); negative.attentions[1][0][1] = [0.5, 0.7, -0.2];
   const string = clone(); string.attentions[0][0][0] = ['a', 0.5, 0.5];
   const tokens = clone(); tokens.tokens.push('c');
-  const depth = { tokens: GOOD.tokens, attentions: [[[uniform(3)]]] };
+  const depth = { tokens: GOOD.tokens, attentions: uniform(3) };  // [n][n]: no layer axis
   const files = {
     '@GOOD': file('g.json', GOOD), '@EMPTY': file('empty.json', ''),
     '@TRUNCATED': file('trunc.json', JSON.stringify(GOOD).slice(0, 50)),
