@@ -2,7 +2,7 @@
 // then dispatches to the reader of that format. See docs/FORMATS.md for the formats and
 // web/loaders/data.mjs for when values are validated.
 
-import { gunzipSync } from 'fflate';
+import { gunzipSync } from '../vendor/fflate.mjs';
 import { fail } from '../errors.mjs';
 import { parseJsonText, fromJsonValue } from './json.mjs';
 import { isNpy, loadNpy } from './npy.mjs';

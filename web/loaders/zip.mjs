@@ -2,7 +2,7 @@
 // Stored entries (np.savez) are returned as views of the file's bytes, so reading a large
 // uncompressed .npz costs no copy; deflated ones (np.savez_compressed) are inflated by fflate.
 
-import { inflateSync, Inflate } from 'fflate';
+import { inflateSync, Inflate } from '../vendor/fflate.mjs';
 import { fail } from '../errors.mjs';
 
 const u16 = (b, p) => b[p] | (b[p + 1] << 8);
