@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync } from 'node:fs';
 import { gzipSync, zipSync } from 'fflate';
-import { AttnflowError, loadAttention } from 'attnflow';
+import { AttnflowError, compute, loadAttention } from 'attnflow';
 import { loadAttentionSync, detectFormat, MAX_WASM_BYTES } from '../../web/loaders/index.mjs';
 
 const DIR = new URL('../fixtures/formats/', import.meta.url);
@@ -148,6 +148,23 @@ test('binary layers are views of the file bytes when aligned, so no copy of the 
   const z = file('att.npz'); // stored (np.savez): a view of the archive, aligned or copied per layer
   const dz = await load(z);
   assert.equal(dz.layer(0).length, exp.H * exp.n * exp.n);
+});
+
+test('through the engine, every format gives the same rollout and flow', async () => {
+  const names = ['canonical.json', 'canonical.json.gz', 'hf.json', 'att_f16.npy', 'att_f32_be.npy', 'att.npz',
+    'att_compressed.npz', 'att_bf16.safetensors', 'att_f64.safetensors'];
+  const want = {};
+  for (const method of ['rollout', 'flow']) {
+    want[method] = (await compute(await load(file('canonical.json')), method, { layers: 'all' })).scores;
+    assert.ok(want[method].length > 0);
+    for (const name of names) {
+      const r = await compute(await load(file(name)), method, { layers: 'all' });
+      assert.deepEqual(r.scores, want[method], `${method} of ${name}`);
+    }
+  }
+  // A NaN in a binary layer surfaces as E_INPUT with its location when the engine reads it.
+  const b = npyWithValue('att_f16.npy', 1, 1, 0, 2, (dv) => dv.setUint16(0, 0x7e00, true));
+  await rejects(async () => compute(await load(b), 'rollout'), 'E_INPUT', 'layer 2, head 1, row 0, column 2 is NaN');
 });
 
 // ---------------------------------------------------------------------------------------------
