@@ -73,6 +73,8 @@ export function readEntry(b, e, what) {
     if (e.csize !== e.usize) fail('E_FORMAT', `${what}: entry ${e.name} has inconsistent sizes`);
     return c;
   }
+  // Deflate expands at most ~1032:1: a larger declared size is corruption, refused before allocating.
+  if (e.usize > e.csize * 1032 + 1024) fail('E_FORMAT', `${what}: entry ${e.name} declares an impossible size`);
   let out;
   try {
     out = inflateSync(c, { out: new Uint8Array(e.usize) });
