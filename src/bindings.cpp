@@ -179,13 +179,16 @@ class Session {
     return guarded([&] {
       const attnflow::FlowBottleneck b = attnflow::flowBottleneck(mixed(alpha), layer, row, token);
       val cut = val::array();
+      // set(index, ...) instead of call("push"): embind's method callers are built with
+      // new Function, which the page's Content-Security-Policy (no 'unsafe-eval') forbids.
+      unsigned index = 0;
       for (const attnflow::LayerEdge& e : b.cut) {
         val edge = val::object();
         edge.set("layer", e.layer);
         edge.set("from", e.from);
         edge.set("to", e.to);
         edge.set("capacity", e.capacity);
-        cut.call<void>("push", edge);
+        cut.set(index++, edge);
       }
       val result = val::object();
       result.set("value", b.value);
