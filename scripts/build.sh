@@ -7,3 +7,7 @@ exec 9>/tmp/attnflow-build.lock
 flock 9
 emcmake cmake -S . -B build/wasm -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build/wasm -j2
+# Browsers and module workers cannot resolve bare specifiers without a bundler, so the loaders
+# import fflate by relative path from a copy made here out of node_modules (never committed).
+mkdir -p web/vendor
+cp node_modules/fflate/esm/browser.js web/vendor/fflate.mjs

@@ -105,8 +105,9 @@ async function main() {
   const [bytes] = await Promise.all([readInput(command.file), init()]);
   const name = command.file === '-' ? 'stdin' : basename(command.file);
   const data = await loadAttention(bytes, { name, batch: command.batch });
-  for (const warning of data.warnings) process.stderr.write(`attnflow: warning: ${warning}\n`);
   const fused = await FusedAttention.create(data, command.options);
+  // Binary formats check values as layers are read, so warnings are complete only after fusion.
+  for (const warning of data.warnings) process.stderr.write(`attnflow: warning: ${warning}\n`);
   const loaded = performance.now();
   const result = fused.compute(command.method, { ...command.options, onProgress: progressReporter() });
   const computed = performance.now();
