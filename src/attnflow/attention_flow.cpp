@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <string>
 
@@ -32,6 +33,15 @@ constexpr double kEps = 1e-12;
 constexpr double kMetTol = 1e-11;
 
 using Index = std::ptrdiff_t;
+
+#ifdef ATTNFLOW_FLOW_STATS
+}  // namespace
+long long g_flowStats[8];
+namespace {
+#define STAT(k) (++g_flowStats[k])
+#else
+#define STAT(k) ((void)0)
+#endif
 
 // ------------------------------------------------------------------------------------------
 // Validation
@@ -78,101 +88,172 @@ void report(const Progress& progress, std::size_t done, std::size_t total) {
 //
 //   S -> layer 0 -> layer 1 -> ... -> layer D-1 -> T
 //
-// with n nodes per layer, arc S -> (0, k) of capacity s[k], arc (t, i) -> (t+1, k) of capacity
-// M_t[i][k] (row-major n x n), and arc (D-1, k) -> T of capacity c[k]. The flow of the full
-// problem from (l, r) to (0, j) is this with s = row r of A[l], M_t = A[l-1-t] and c = column j
-// of A[1]; the two halves of the middle-layer certificate are the same shape.
-// The flow is kept between solve() calls with different leaf capacities c (a warm start): the
-// excess that no longer fits into T is cancelled back up along flow-carrying arcs first.
+// with n nodes per layer, arc S -> (0, k) of capacity s[k] (fixed by setSource()), arc
+// (t, i) -> (t+1, k) of capacity M_t[i][k] (row-major n x n) and arc (D-1, k) -> T of capacity
+// c[k] ("leaf arcs", changed between solves).
+//
+// The full problem from (l, r) to (0, j) is this with s = row r of A[l], M_t = A[l-1-t] and
+// c = column j of A[1]. Consecutive sinks of one source differ only in the leaf arcs, so the
+// flow is kept between them (a warm start): the excess on leaf arcs whose capacity shrank is
+// cancelled back up along flow-carrying arcs first. (The reversed orientation, searching from
+// the sink, was tried and was 4x slower on model-like inputs.) The halves of the middle-layer
+// certificate have the same shape.
 
 class LayeredFlow {
  public:
   LayeredFlow(int n, std::vector<const double*> mats)
-      : n_(n), depth_(static_cast<int>(mats.size()) + 1), mats_(std::move(mats)) {
-    const auto nn = static_cast<std::size_t>(n_) * static_cast<std::size_t>(n_);
+      : n_(n), depth_(static_cast<int>(mats.size()) + 1), mats_(std::move(mats)),
+        words_((n + 63) / 64) {
+    const std::size_t nn = uz(n_) * uz(n_);
     flow_.assign(mats_.size() * nn, 0.0);
-    fs_.assign(static_cast<std::size_t>(n_), 0.0);
-    ft_.assign(static_cast<std::size_t>(n_), 0.0);
+    fs_.assign(uz(n_), 0.0);
+    ft_.assign(uz(n_), 0.0);
     numNodes_ = depth_ * n_ + 2;
-    level_.assign(static_cast<std::size_t>(numNodes_), 0);
-    cur_.assign(static_cast<std::size_t>(numNodes_), 0);
-    excess_.assign(static_cast<std::size_t>(n_), 0.0);
-    excessUp_.assign(static_cast<std::size_t>(n_), 0.0);
-    reach_.assign(static_cast<std::size_t>(n_), 0);
-    reachNext_.assign(static_cast<std::size_t>(n_), 0);
-    inCap_.assign(static_cast<std::size_t>(n_), 0.0);
-    queue_.reserve(static_cast<std::size_t>(numNodes_));
+    level_.assign(uz(numNodes_), 0);
+    cur_.assign(uz(numNodes_), 0);
+    excess_.assign(uz(n_), 0.0);
+    nextLive_.assign(uz(depth_) * uz(n_ + 1), 0);
+    excessNext_.assign(uz(n_), 0.0);
+    inCap_.assign(uz(n_), 0.0);
+    queue_.reserve(uz(numNodes_));
+    // Positive-capacity adjacency as bitsets, for cheap reachability.
+    adjacency_.assign(mats_.size() * uz(n_) * uz(words_), 0);
+    for (std::size_t t = 0; t < mats_.size(); ++t) {
+      for (int i = 0; i < n_; ++i) {
+        const double* row = mats_[t] + uz(i) * uz(n_);
+        std::uint64_t* bits = adjacencyRow(static_cast<int>(t), i);
+        for (int k = 0; k < n_; ++k) {
+          if (row[k] > kEps) bits[k / 64] |= std::uint64_t{1} << (k % 64);
+        }
+      }
+    }
+    coreach_.assign(uz(depth_) * uz(words_), 0);
+    reach_.assign(uz(depth_) * uz(words_), 0);
   }
 
-  /// Sets the source capacities, clears the flow, and computes which bottom nodes S reaches and
-  /// their total in-capacity from reachable parents (for the sink-side cut bound).
+  /// Fixes the source capacities and clears the flow. Computes which nodes S can reach at all
+  /// (others never matter) and, for each layer-(D-1) node, its in-capacity from such nodes.
   void setSource(const double* s) {
     s_ = s;
     std::fill(flow_.begin(), flow_.end(), 0.0);
     std::fill(fs_.begin(), fs_.end(), 0.0);
     std::fill(ft_.begin(), ft_.end(), 0.0);
+    std::fill(reach_.begin(), reach_.end(), 0);
     sourceCap_ = 0.0;
+    std::uint64_t* top = reachLayer(0);
     for (int k = 0; k < n_; ++k) {
       sourceCap_ += s[k];
-      reach_[uz(k)] = s[k] > kEps ? 1 : 0;
-      inCap_[uz(k)] = s[k];
+      if (s[k] > kEps) top[k / 64] |= std::uint64_t{1} << (k % 64);
     }
     for (int t = 0; t + 1 < depth_; ++t) {
-      const double* m = mats_[uz(t)];
-      std::fill(reachNext_.begin(), reachNext_.end(), 0);
-      std::fill(inCap_.begin(), inCap_.end(), 0.0);
+      const std::uint64_t* here = reachLayer(t);
+      std::uint64_t* next = reachLayer(t + 1);
       for (int i = 0; i < n_; ++i) {
-        if (!reach_[uz(i)]) continue;
-        const double* row = m + static_cast<std::size_t>(i) * uz(n_);
-        for (int k = 0; k < n_; ++k) {
-          inCap_[uz(k)] += row[k];
-          if (row[k] > kEps) reachNext_[uz(k)] = 1;
+        if (!test(here, i)) continue;
+        const std::uint64_t* bits = adjacencyRow(t, i);
+        for (int w = 0; w < words_; ++w) next[w] |= bits[w];
+      }
+    }
+    if (depth_ == 1) {
+      for (int k = 0; k < n_; ++k) inCap_[uz(k)] = s[k];
+    } else {
+      std::fill(inCap_.begin(), inCap_.end(), 0.0);
+      const std::uint64_t* above = reachLayer(depth_ - 2);
+      for (int i = 0; i < n_; ++i) {
+        if (!test(above, i)) continue;
+        const double* row = mats_[uz(depth_ - 2)] + uz(i) * uz(n_);
+        for (int k = 0; k < n_; ++k) inCap_[uz(k)] += row[k];
+      }
+    }
+  }
+
+  /// A cut bound for leaf capacities c: the source arcs; or, for every layer-(D-1) node that S
+  /// reaches, the cheaper of its leaf arc and its in-arcs from reachable nodes.
+  double upperBound(const double* c) const {
+    const std::uint64_t* bottom = reachLayer(depth_ - 1);
+    double sum = 0.0;
+    for (int k = 0; k < n_; ++k) {
+      if (test(bottom, k)) sum += std::min(c[k], inCap_[uz(k)]);
+    }
+    return std::min(sum, sourceCap_);
+  }
+
+  /// A second cut bound: the source arcs into layer-0 nodes that can reach T at all.
+  double coreachBound(const double* c) {
+    std::uint64_t* bottom = coreachLayer(depth_ - 1);
+    const std::uint64_t* reachable = reachLayer(depth_ - 1);
+    std::fill(bottom, bottom + words_, 0);
+    for (int k = 0; k < n_; ++k) {
+      if (c[k] > kEps && test(reachable, k)) bottom[k / 64] |= std::uint64_t{1} << (k % 64);
+    }
+    for (int t = depth_ - 2; t >= 0; --t) {
+      const std::uint64_t* below = coreachLayer(t + 1);
+      std::uint64_t* here = coreachLayer(t);
+      const std::uint64_t* r = reachLayer(t);
+      std::fill(here, here + words_, 0);
+      for (int i = 0; i < n_; ++i) {
+        if (!test(r, i)) continue;
+        const std::uint64_t* bits = adjacencyRow(t, i);
+        for (int w = 0; w < words_; ++w) {
+          if (bits[w] & below[w]) {
+            here[i / 64] |= std::uint64_t{1} << (i % 64);
+            break;
+          }
         }
       }
-      reach_.swap(reachNext_);
     }
-  }
-
-  double sourceCapacity() const { return sourceCap_; }
-
-  /// A cut bound for leaf capacities c: for every bottom node, the cheaper of its arc into T and
-  /// its arcs in from reachable parents; also the source's own out-arcs.
-  double upperBound(const double* c) const {
-    double sink = 0.0;
+    const std::uint64_t* top = coreachLayer(0);
+    double sum = 0.0;
     for (int k = 0; k < n_; ++k) {
-      if (reach_[uz(k)]) sink += std::min(c[k], inCap_[uz(k)]);
+      if (test(top, k)) sum += s_[k];
     }
-    return std::min(sink, sourceCap_);
+    return sum;
   }
 
-  /// The maximum flow with leaf capacities c (kept from the previous call's flow). `bound` must
-  /// be the capacity of some S-T cut (e.g. upperBound(c)); the search stops when it is met.
+  /// The maximum flow with leaf capacities c, continuing from the previous call's flow.
+  /// `bound` must be the capacity of some S-T cut (e.g. upperBound(c)); the search stops when
+  /// the flow meets it.
   double solve(const double* c, double bound) {
     c_ = c;
     cancelExcess();
     double value = currentValue();
+    STAT(0);
     if (value >= bound - kMetTol) return bound;
     // Phase 1: the layers themselves are a level graph (downward arcs only), so no BFS.
-    setLayerLevels();
-    value += blockingFlow(bound - value, /*downOnly=*/true);
+    value += pushDown(bound - value);
+    STAT(1);
+    if (value >= bound - kMetTol) return bound;
+    // Stalled below the bound: maybe a tighter cut is met already.
+    bound = std::min(bound, coreachBound(c));
+    STAT(5);
     if (value >= bound - kMetTol) return bound;
     for (;;) {
-      if (!buildLevels()) return value;
-      value += blockingFlow(bound - value, /*downOnly=*/false);
-      if (value >= bound - kMetTol) return bound;
+      STAT(2);
+      if (!buildLevels()) {
+        STAT(3);
+        return value;
+      }
+      value += blockingFlow(bound - value);
+      if (value >= bound - kMetTol) {
+        STAT(4);
+        return bound;
+      }
     }
   }
 
-  /// After solve(): how much of the flow enters T through bottom node k.
-  const std::vector<double>& leafFlow() const { return ft_; }
-
  private:
   static std::size_t uz(int v) { return static_cast<std::size_t>(v); }
+  static bool test(const std::uint64_t* bits, int k) { return (bits[k / 64] >> (k % 64)) & 1u; }
+  std::uint64_t* adjacencyRow(int t, int i) {
+    return adjacency_.data() + (uz(t) * uz(n_) + uz(i)) * uz(words_);
+  }
+  std::uint64_t* coreachLayer(int t) { return coreach_.data() + uz(t) * uz(words_); }
+  const std::uint64_t* coreachLayer(int t) const { return coreach_.data() + uz(t) * uz(words_); }
+  std::uint64_t* reachLayer(int t) { return reach_.data() + uz(t) * uz(words_); }
+  const std::uint64_t* reachLayer(int t) const { return reach_.data() + uz(t) * uz(words_); }
   int sNode() const { return depth_ * n_; }
   int tNode() const { return depth_ * n_ + 1; }
-  double* flowMat(int t) {
-    return flow_.data() + uz(t) * uz(n_) * uz(n_);
-  }
+  double* flowMat(int t) { return flow_.data() + uz(t) * uz(n_) * uz(n_); }
 
   double currentValue() const {
     double v = 0.0;
@@ -180,9 +261,9 @@ class LayeredFlow {
     return v;
   }
 
-  // Removes flow that exceeds the new leaf capacities, walking the excess up to S along arcs
-  // that carry flow. The flow is acyclic (all arcs point down), so every unit of a node's
-  // outflow came in through some parent: conservation is kept at every node.
+  // Removes the flow on leaf arcs above their new capacity, walking it back up to S along
+  // arcs that carry flow. The flow is acyclic (all arcs point down), so every unit leaving a
+  // node came in through some parent: conservation holds at every node afterwards.
   void cancelExcess() {
     bool any = false;
     for (int k = 0; k < n_; ++k) {
@@ -198,7 +279,7 @@ class LayeredFlow {
     if (!any) return;
     for (int t = depth_ - 1; t >= 1; --t) {
       double* f = flowMat(t - 1);
-      std::fill(excessUp_.begin(), excessUp_.end(), 0.0);
+      std::fill(excessNext_.begin(), excessNext_.end(), 0.0);
       for (int i = 0; i < n_; ++i) {
         double e = excess_[uz(i)];
         if (e <= 0.0) continue;
@@ -208,40 +289,112 @@ class LayeredFlow {
           const double x = std::min(fp, e);
           fp -= x;
           e -= x;
-          excessUp_[uz(p)] += x;
+          excessNext_[uz(p)] += x;
         }
       }
-      excess_.swap(excessUp_);
+      excess_.swap(excessNext_);
     }
-    for (int k = 0; k < n_; ++k) {
-      fs_[uz(k)] = std::max(0.0, fs_[uz(k)] - excess_[uz(k)]);
-    }
+    for (int k = 0; k < n_; ++k) fs_[uz(k)] = std::max(0.0, fs_[uz(k)] - excess_[uz(k)]);
   }
 
-  void setLayerLevels() {
-    for (int t = 0; t < depth_; ++t) {
-      std::fill(level_.begin() + t * n_, level_.begin() + (t + 1) * n_, t + 1);
-    }
-    level_[uz(sNode())] = 0;
-    level_[uz(tNode())] = depth_ + 1;
-    // Bottom nodes with no room left towards T are dead ends for this phase.
+  // Phase 1: a blocking flow on the layers as levels (downward arcs only), at most `want`.
+  // Iterative DFS with current-arc pointers that pushes a budget down and splits it over
+  // children; a node that cannot pass on its whole budget is dead for the phase. Dead nodes are
+  // skipped with a "next live node" union-find per layer (path halving), so a parent scanning
+  // for one of the few bottom nodes with room left does not step over all n children.
+  double pushDown(double want) {
     const int bottom = (depth_ - 1) * n_;
-    for (int k = 0; k < n_; ++k) {
-      if (c_[k] - ft_[uz(k)] <= kEps) level_[uz(bottom + k)] = -1;
+    for (int t = 0; t < depth_; ++t) {
+      int* next = nextLive_.data() + uz(t) * uz(n_ + 1);
+      for (int k = 0; k <= n_; ++k) next[k] = k;
+    }
+    {
+      int* next = nextLive_.data() + uz(depth_ - 1) * uz(n_ + 1);
+      for (int k = 0; k < n_; ++k) {
+        if (c_[k] - ft_[uz(k)] <= kEps) next[k] = k + 1;
+      }
+    }
+    std::fill(cur_.begin(), cur_.end(), 0);
+    stack_.clear();
+    stack_.push_back(Frame{sNode(), want, 0.0});
+    for (;;) {
+      Frame& f = stack_.back();
+      const int v = f.node;
+      int& a = cur_[uz(v)];
+      bool descended = false;
+      if (v >= bottom && v < bottom + n_) {
+        const int i = v - bottom;
+        const double r = c_[i] - ft_[uz(i)];
+        const double x = std::min(f.remaining, r);
+        ft_[uz(i)] += x;
+        f.remaining -= x;
+        f.pushed += x;
+      } else {
+        const bool isSource = v == sNode();
+        const int t = isSource ? -1 : v / n_;
+        const double* cap = isSource ? s_ : mats_[uz(t)] + uz(v - t * n_) * uz(n_);
+        double* flow = isSource ? fs_.data() : flowMat(t) + uz(v - t * n_) * uz(n_);
+        int* next = nextLive_.data() + uz(t + 1) * uz(n_ + 1);
+        while (f.remaining > kEps) {
+          a = findLive(next, a);
+          if (a >= n_) break;
+          const double r = cap[a] - flow[a];
+          if (r > kEps) {
+            stack_.push_back(Frame{(t + 1) * n_ + a, std::min(f.remaining, r), 0.0});
+            descended = true;
+            break;
+          }
+          ++a;
+        }
+      }
+      if (descended) continue;
+      const bool exhausted = f.remaining > kEps;  // arcs ran out before the budget did
+      const double got = f.pushed;
+      if (exhausted && v != sNode()) {
+        const int t = v / n_;
+        nextLive_[uz(t) * uz(n_ + 1) + uz(v - t * n_)] = v - t * n_ + 1;
+      }
+      stack_.pop_back();
+      if (stack_.empty()) return got;
+      Frame& parent = stack_.back();
+      const int pv = parent.node;
+      int& pa = cur_[uz(pv)];
+      double r;
+      if (pv == sNode()) {
+        fs_[uz(pa)] += got;
+        r = s_[pa] - fs_[uz(pa)];
+      } else {
+        const int t = pv / n_;
+        const std::size_t idx = uz(pv - t * n_) * uz(n_) + uz(pa);
+        double& fl = flowMat(t)[idx];
+        fl += got;
+        r = mats_[uz(t)][idx] - fl;
+      }
+      parent.remaining -= got;
+      parent.pushed += got;
+      if (exhausted || r <= kEps) ++pa;
     }
   }
 
-  // Arc enumeration. S: arcs 0..n-1 to (0, a). Node (t, i): for t < D-1 arcs 0..n-1 go down to
-  // (t+1, a); for t = D-1 arc 0 goes to T; then (t >= 1) n arcs go back up to (t-1, p) along
-  // the reverse of a flow-carrying arc.
-  int numArcs(int v, bool downOnly) const {
+  // The first live node >= k in a layer (n if none), halving the path on the way.
+  static int findLive(int* next, int k) {
+    while (next[k] != k) {
+      next[k] = next[next[k]];
+      k = next[k];
+    }
+    return k;
+  }
+
+  // Arc enumeration for the general phases. S: arcs 0..n-1 to (0, a). Node (t, i): for
+  // t < D-1 arcs 0..n-1 go down to (t+1, a); for t = D-1 arc 0 goes to T; then (t >= 1) n arcs
+  // go back up to (t-1, p) along the reverse of a flow-carrying arc.
+  int numArcs(int v) const {
     if (v == sNode()) return n_;
     const int t = v / n_;
     const int down = (t + 1 < depth_) ? n_ : 1;
-    return (downOnly || t == 0) ? down : down + n_;
+    return t == 0 ? down : down + n_;
   }
 
-  // Target and residual capacity of arc a of node v.
   int arcTarget(int v, int a, double& residual) {
     if (v == sNode()) {
       residual = s_[a] - fs_[uz(a)];
@@ -253,14 +406,14 @@ class LayeredFlow {
     if (a < down) {
       if (t + 1 < depth_) {
         const std::size_t idx = uz(i) * uz(n_) + uz(a);
-        residual = mats_[uz(t)][idx] - flow_[uz(t) * uz(n_) * uz(n_) + idx];
+        residual = mats_[uz(t)][idx] - flowMat(t)[idx];
         return (t + 1) * n_ + a;
       }
       residual = c_[i] - ft_[uz(i)];
       return tNode();
     }
     const int p = a - down;
-    residual = flow_[uz(t - 1) * uz(n_) * uz(n_) + uz(p) * uz(n_) + uz(i)];
+    residual = flowMat(t - 1)[uz(p) * uz(n_) + uz(i)];
     return (t - 1) * n_ + p;
   }
 
@@ -274,14 +427,13 @@ class LayeredFlow {
     const int down = (t + 1 < depth_) ? n_ : 1;
     if (a < down) {
       if (t + 1 < depth_) {
-        flow_[uz(t) * uz(n_) * uz(n_) + uz(i) * uz(n_) + uz(a)] += x;
+        flowMat(t)[uz(i) * uz(n_) + uz(a)] += x;
       } else {
         ft_[uz(i)] += x;
       }
       return;
     }
-    const int p = a - down;
-    flow_[uz(t - 1) * uz(n_) * uz(n_) + uz(p) * uz(n_) + uz(i)] -= x;
+    flowMat(t - 1)[uz(a - down) * uz(n_) + uz(i)] -= x;
   }
 
   bool buildLevels() {
@@ -294,7 +446,7 @@ class LayeredFlow {
       const int v = queue_[head];
       const int next = level_[uz(v)] + 1;
       if (reached && next > level_[uz(tNode())]) break;
-      const int arcs = numArcs(v, false);
+      const int arcs = numArcs(v);
       for (int a = 0; a < arcs; ++a) {
         double r;
         const int w = arcTarget(v, a, r);
@@ -311,10 +463,9 @@ class LayeredFlow {
     return reached;
   }
 
-  // Blocking flow on the current levels, at most `want`; iterative DFS with current-arc
-  // pointers that pushes a budget down and splits it over children. A node that cannot pass on
-  // its whole budget is exhausted for this phase and is marked dead (level -1).
-  double blockingFlow(double want, bool downOnly) {
+  // Blocking flow on the BFS levels, at most `want`; the same DFS as pushDown() over all
+  // residual arcs (also the reverse ones).
+  double blockingFlow(double want) {
     std::fill(cur_.begin(), cur_.end(), 0);
     stack_.clear();
     stack_.push_back(Frame{sNode(), want, 0.0});
@@ -322,7 +473,7 @@ class LayeredFlow {
     for (;;) {
       Frame& f = stack_.back();
       const int v = f.node;
-      const int arcs = numArcs(v, downOnly);
+      const int arcs = numArcs(v);
       const int nextLevel = level_[uz(v)] + 1;
       bool descended = false;
       int& a = cur_[uz(v)];
@@ -367,10 +518,17 @@ class LayeredFlow {
     }
   }
 
+  struct Frame {
+    int node;
+    double remaining;  // what the parent still wants from this node
+    double pushed;     // what this node has passed on so far
+  };
+
   int n_;
   int depth_;
-  int numNodes_ = 0;
   std::vector<const double*> mats_;
+  int words_;
+  int numNodes_ = 0;
   const double* s_ = nullptr;
   const double* c_ = nullptr;
   double sourceCap_ = 0.0;
@@ -379,16 +537,14 @@ class LayeredFlow {
   std::vector<double> ft_;    // layer D-1 -> T
   std::vector<int> level_;
   std::vector<int> cur_;
+  std::vector<int> nextLive_;  // per layer, n + 1 entries: union-find over dead nodes
   std::vector<int> queue_;
-  std::vector<double> excess_, excessUp_;
-  std::vector<char> reach_, reachNext_;
-  std::vector<double> inCap_;
-  struct Frame {
-    int node;
-    double remaining;  // what the parent still wants from this node
-    double pushed;     // what this node has passed on so far
-  };
   std::vector<Frame> stack_;
+  std::vector<double> excess_, excessNext_;
+  std::vector<double> inCap_;
+  std::vector<std::uint64_t> adjacency_;  // per matrix, per row: bitset of positive arcs
+  std::vector<std::uint64_t> reach_;      // per layer: nodes S can reach
+  std::vector<std::uint64_t> coreach_;    // per layer: nodes that can reach T (scratch)
 };
 
 // ------------------------------------------------------------------------------------------
@@ -429,6 +585,7 @@ Matrix attentionFlow(const LayerStack& A, int layer, const std::vector<int>& row
   Matrix out(static_cast<Index>(rows.size()), n);
   const std::size_t total = rows.size() * static_cast<std::size_t>(n);
   report(progress, 0, total);
+  if (rows.empty()) return out;
   const Matrix firstT = A[0].transpose();
   LayeredFlow solver(n, innerMatrices(A, layer));
   for (std::size_t q = 0; q < rows.size(); ++q) {
