@@ -12,8 +12,9 @@ namespace attnflow {
 /// - Float: R[l] = diag(A[l]) R[l-1] + offdiag(A[l]) (1 m^T + D), where m is the column mean of
 ///   R[l-1] and D = R[l-1] - 1 m^T; only offdiag(A[l]) D is multiplied in float32, every other
 ///   term in float64. Rollout rows converge with depth, so D is small and so is the float error
-///   (tests/cpp/test_rollout.cpp bounds it well below 1e-6 against float64). About 2x faster in
-///   WASM, where Eigen runs on clang's autovectorised scalar kernel.
+///   (tests/cpp/test_rollout.cpp bounds it by 1e-6 against float64; ~1e-7 is typical). Measured
+///   at L=24, n=512 (2 vCPU, Node 20, -O3 -msimd128): WASM 272 ms vs 567-618 ms in float64;
+///   native 148 ms vs 266 ms. Plain float32 products erred by up to 1.2e-6 on causal inputs.
 /// - Auto: Float when n >= kRolloutFloatMinTokens (where the product dominates), else Double.
 enum class RolloutPrecision { Auto, Double, Float };
 constexpr int kRolloutFloatMinTokens = 192;
