@@ -15,7 +15,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <map>
+#include <memory>
 #include <string>
 
 #include "attnflow/errors.hpp"
@@ -112,6 +115,7 @@ class LayeredFlow {
     level_.assign(uz(numNodes_), 0);
     cur_.assign(uz(numNodes_), 0);
     excess_.assign(uz(n_), 0.0);
+    isTouched_.assign(uz(numNodes_), 0);
     nextLive_.assign(uz(depth_) * uz(n_ + 1), 0);
     excessNext_.assign(uz(n_), 0.0);
     inCap_.assign(uz(n_), 0.0);
@@ -135,7 +139,13 @@ class LayeredFlow {
   /// (others never matter) and, for each layer-(D-1) node, its in-capacity from such nodes.
   void setSource(const double* s) {
     s_ = s;
-    std::fill(flow_.begin(), flow_.end(), 0.0);
+    // Only rows that ever carried flow need clearing (a dense clear of every arc would cost more
+    // than the solves on inputs where the certificate decides most pairs).
+    for (int v : touched_) {
+      std::fill_n(flow_.data() + uz(v) * uz(n_), uz(n_), 0.0);
+      isTouched_[uz(v)] = 0;
+    }
+    touched_.clear();
     std::fill(fs_.begin(), fs_.end(), 0.0);
     std::fill(ft_.begin(), ft_.end(), 0.0);
     std::fill(reach_.begin(), reach_.end(), 0);
@@ -216,16 +226,15 @@ class LayeredFlow {
   double solve(const double* c, double bound) {
     c_ = c;
     cancelExcess();
+    // Nodes that cannot reach T carry no flow and are dead ends even in the residual graph;
+    // the source arcs into the others are a cut.
+    bound = std::min(bound, coreachBound(c));
     double value = currentValue();
     STAT(0);
     if (value >= bound - kMetTol) return bound;
     // Phase 1: the layers themselves are a level graph (downward arcs only), so no BFS.
     value += pushDown(bound - value);
     STAT(1);
-    if (value >= bound - kMetTol) return bound;
-    // Stalled below the bound: maybe a tighter cut is met already.
-    bound = std::min(bound, coreachBound(c));
-    STAT(5);
     if (value >= bound - kMetTol) return bound;
     for (;;) {
       STAT(2);
@@ -254,6 +263,13 @@ class LayeredFlow {
   int sNode() const { return depth_ * n_; }
   int tNode() const { return depth_ * n_ + 1; }
   double* flowMat(int t) { return flow_.data() + uz(t) * uz(n_) * uz(n_); }
+  void touch(int v) {
+    if (!isTouched_[uz(v)]) {
+      isTouched_[uz(v)] = 1;
+      touched_.push_back(v);
+    }
+  }
+  bool coreaches(int v) const { return test(coreachLayer(v / n_), v % n_); }
 
   double currentValue() const {
     double v = 0.0;
@@ -306,7 +322,9 @@ class LayeredFlow {
     const int bottom = (depth_ - 1) * n_;
     for (int t = 0; t < depth_; ++t) {
       int* next = nextLive_.data() + uz(t) * uz(n_ + 1);
-      for (int k = 0; k <= n_; ++k) next[k] = k;
+      const std::uint64_t* live = coreachLayer(t);
+      for (int k = 0; k < n_; ++k) next[k] = test(live, k) ? k : k + 1;
+      next[n_] = n_;
     }
     {
       int* next = nextLive_.data() + uz(depth_ - 1) * uz(n_ + 1);
@@ -368,6 +386,7 @@ class LayeredFlow {
         const std::size_t idx = uz(pv - t * n_) * uz(n_) + uz(pa);
         double& fl = flowMat(t)[idx];
         fl += got;
+        touch(pv);
         r = mats_[uz(t)][idx] - fl;
       }
       parent.remaining -= got;
@@ -428,6 +447,7 @@ class LayeredFlow {
     if (a < down) {
       if (t + 1 < depth_) {
         flowMat(t)[uz(i) * uz(n_) + uz(a)] += x;
+        touch(v);
       } else {
         ft_[uz(i)] += x;
       }
@@ -450,7 +470,7 @@ class LayeredFlow {
       for (int a = 0; a < arcs; ++a) {
         double r;
         const int w = arcTarget(v, a, r);
-        if (r > kEps && level_[uz(w)] < 0) {
+        if (r > kEps && level_[uz(w)] < 0 && (w >= sNode() || coreaches(w))) {
           level_[uz(w)] = next;
           if (w == tNode()) {
             reached = true;
@@ -533,6 +553,8 @@ class LayeredFlow {
   const double* c_ = nullptr;
   double sourceCap_ = 0.0;
   std::vector<double> flow_;  // depth_-1 matrices, n x n each
+  std::vector<int> touched_;  // nodes whose out-arc row of flow_ may be non-zero
+  std::vector<char> isTouched_;
   std::vector<double> fs_;    // S -> layer 0
   std::vector<double> ft_;    // layer D-1 -> T
   std::vector<int> level_;
@@ -559,21 +581,121 @@ std::vector<const double*> innerMatrices(const LayerStack& A, int layer) {
 }
 
 // Exact flows from (layer, r) to every (0, j), written to out[0..n-1]. `firstT` is A[1]
-// transposed (row j = the capacities into sink j). `solver` was built for this layer.
+// transposed (row j = the capacities into sink j). `solver` was built for this layer. Sinks with
+// skip[j] set are left alone (already known).
 void flowRowInto(LayeredFlow* solver, const LayerStack& A, int layer, int r,
-                 const Matrix& firstT, double* out) {
+                 const Matrix& firstT, double* out, const std::vector<char>* skip = nullptr) {
   const int n = static_cast<int>(A[0].rows());
   if (layer == 1) {
     for (int j = 0; j < n; ++j) out[j] = A[0](r, j);
     return;
   }
   solver->setSource(A[static_cast<std::size_t>(layer - 1)].row(r).data());
-  for (int j = 0; j < n; ++j) {
+  // Sinks from last to first: on causal inputs the flow into j+1 mostly fits into j (the
+  // previous-token pattern), so the warm start keeps more of it.
+  for (int j = n - 1; j >= 0; --j) {
+    if (skip && (*skip)[static_cast<std::size_t>(j)]) continue;
     const double* c = firstT.row(j).data();
     const double bound = solver->upperBound(c);
     out[j] = bound > kEps ? solver->solve(c, bound) : std::max(bound, 0.0);
   }
 }
+
+// Flows for many rows of one stack, sharing work between rows and layers.
+//
+// The middle-layer certificate (FLOW-NOTES.md): pick a layer h and supplies w at its nodes
+// (uniform, total 1). If source (l, r) can deliver exactly w to layer h (a "source half" flow on
+// layers l..h+1), and supplies <= w at layer h can deliver V_j to sink (0, j) (a "sink half" flow
+// on layers h..1), then trimming the source half to what the sink half uses (scale the paths
+// ending at each node of layer h) and joining the two (they use disjoint arcs) gives a feasible
+// flow of value V_j from (l, r) to (0, j). When V_j meets a cut of the full graph (the source's
+// out-arcs or the sink's in-arcs), that is the maximum. It costs one half flow per source and per
+// sink instead of one full flow per pair; pairs it does not certify are solved exactly one by
+// one, so the result is exact on any input.
+class FlowEngine {
+ public:
+  explicit FlowEngine(const LayerStack& A)
+      : A_(A), n_(static_cast<int>(A[0].rows())), firstT_(A[0].transpose()),
+        colsum_(A[0].colwise().sum()), uniform_(static_cast<std::size_t>(n_), 1.0 / n_) {}
+
+  /// Flows from (layer, r) for r in rows into out (rows.size() x n); calls tick() after each row.
+  template <typename Tick>
+  void run(int layer, const std::vector<int>& rows, Matrix& out, Tick tick) {
+    LayeredFlow solver(n_, innerMatrices(A_, layer));
+    const int h = middleLayer(layer, rows.size());
+    const std::vector<double>* sinkHalf = h > 0 ? &sinkHalves(h) : nullptr;
+    std::unique_ptr<LayeredFlow> sourceHalf;
+    if (h > 0) sourceHalf = std::make_unique<LayeredFlow>(n_, matrices(layer - 1, h + 1));
+    std::vector<char> known(static_cast<std::size_t>(n_));
+    for (std::size_t q = 0; q < rows.size(); ++q) {
+      double* row = out.row(static_cast<Index>(q)).data();
+      const int r = rows[q];
+      std::fill(known.begin(), known.end(), 0);
+      if (sinkHalf && deliversUniform(sourceHalf.get(), layer, r)) {
+        const double sourceCap = A_[static_cast<std::size_t>(layer - 1)].row(r).sum();
+        for (int j = 0; j < n_; ++j) {
+          const double cut = std::min(sourceCap, colsum_(j));
+          if ((*sinkHalf)[static_cast<std::size_t>(j)] >= cut - kMetTol) {
+            row[j] = cut;
+            known[static_cast<std::size_t>(j)] = 1;
+            STAT(6);
+          }
+        }
+      }
+      if (std::find(known.begin(), known.end(), 0) != known.end()) {
+        flowRowInto(&solver, A_, layer, r, firstT_, row, &known);
+      }
+      tick(q);
+    }
+  }
+
+ private:
+  // Arcs A[from], A[from-1], ..., A[to] (1-based, from >= to), the matrices between node
+  // layers from-... see innerMatrices.
+  std::vector<const double*> matrices(int from, int to) const {
+    std::vector<const double*> mats;
+    for (int l = from; l >= to; --l) mats.push_back(A_[static_cast<std::size_t>(l - 1)].data());
+    return mats;
+  }
+
+  // The middle layer for the certificate, or 0 for none (few rows, or too shallow to pay).
+  int middleLayer(int layer, std::size_t numRows) const {
+    if (layer < 3 || numRows < 8) return 0;
+    if (const char* e = std::getenv("ATTNFLOW_H")) return std::min(layer - 1, std::atoi(e));
+    return layer / 2;
+  }
+
+  // V_j for every sink with supplies uniform_ at layer h: node layers h..1, arcs A[h]..A[2].
+  const std::vector<double>& sinkHalves(int h) {
+    auto it = sinkHalves_.find(h);
+    if (it != sinkHalves_.end()) return it->second;
+    std::vector<double> v(static_cast<std::size_t>(n_));
+    LayeredFlow half(n_, matrices(h, 2));
+    half.setSource(uniform_.data());
+    for (int j = 0; j < n_; ++j) {
+      const double* c = firstT_.row(j).data();
+      const double bound = half.upperBound(c);
+      v[static_cast<std::size_t>(j)] = bound > kEps ? half.solve(c, bound) : 0.0;
+    }
+    return sinkHalves_.emplace(h, std::move(v)).first->second;
+  }
+
+  // Whether (layer, r) can deliver exactly uniform_ to the nodes of layer h (the solver's depth).
+  bool deliversUniform(LayeredFlow* half, int layer, int r) {
+    half->setSource(A_[static_cast<std::size_t>(layer - 1)].row(r).data());
+    const double bound = half->upperBound(uniform_.data());
+    if (bound < 1.0 - kMetTol) return false;
+    STAT(7);
+    return half->solve(uniform_.data(), 1.0) >= 1.0 - kMetTol;
+  }
+
+  const LayerStack& A_;
+  int n_;
+  Matrix firstT_;
+  Eigen::RowVectorXd colsum_;
+  std::vector<double> uniform_;
+  std::map<int, std::vector<double>> sinkHalves_;
+};
 
 }  // namespace
 
@@ -586,12 +708,10 @@ Matrix attentionFlow(const LayerStack& A, int layer, const std::vector<int>& row
   const std::size_t total = rows.size() * static_cast<std::size_t>(n);
   report(progress, 0, total);
   if (rows.empty()) return out;
-  const Matrix firstT = A[0].transpose();
-  LayeredFlow solver(n, innerMatrices(A, layer));
-  for (std::size_t q = 0; q < rows.size(); ++q) {
-    flowRowInto(&solver, A, layer, rows[q], firstT, out.row(static_cast<Index>(q)).data());
+  FlowEngine engine(A);
+  engine.run(layer, rows, out, [&](std::size_t q) {
     report(progress, (q + 1) * static_cast<std::size_t>(n), total);
-  }
+  });
   return out;
 }
 
