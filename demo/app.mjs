@@ -189,6 +189,7 @@ function formatBytes(n) {
 function fail(error, context) {
   if (error?.code === 'E_CANCELLED') {
     restoreShown();
+    redraw();  // a cancelled refresh may have drawn part of its views
     idle('Cancelled');
     setState(shown ? 'done' : 'error');
     return;
@@ -343,9 +344,10 @@ ui.threshold.addEventListener('input', () => {
 });
 ui.cancel.addEventListener('click', () => {
   generation++;
-  if (!client.cancel()) idle('Nothing to cancel');
+  client.cancel();
   running = null;
   restoreShown();
+  redraw();
   idle('Cancelled');
   setState(shown ? 'done' : 'error');
 });
@@ -374,10 +376,11 @@ function inspect(info) {
     return;
   }
   const tok = (i) => `“${summary.tokens[i]}”`;
+  // One line, value first: the read-out never changes height (no layout shift under the pointer).
   ui.readout.replaceChildren(
-    h('span', { class: `method-name m-${info.method}` }, METHOD_LABEL[info.method] ?? info.method),
-    ` · layer ${info.layer} · target ${info.target} ${tok(info.target)} → input ${info.index} ${tok(info.index)} = `,
     h('code', { class: 'value' }, String(info.value)),
+    h('span', { class: `method-name m-${info.method}` }, METHOD_LABEL[info.method] ?? info.method),
+    ` · layer ${info.layer} · target ${info.target} ${tok(info.target)} → input ${info.index} ${tok(info.index)}`,
   );
 }
 
@@ -486,11 +489,16 @@ async function refresh({ all = false, keepRunning = false, gen = 0, focus = null
           onProgress: method === 'flow' ? onProgress(all ? 'Flow, every row' : 'Flow') : undefined,
         });
         if (stale()) return;
-        if (rows === 'all') set.parts = [r];  // supersedes the single rows
-        else set.add(r);
+        // A new set, so that the cache and the view on display only change once all is done
+        // (a cancel leaves both exactly as they were).
+        const next = new ResultSet(method);
+        next.parts = rows === 'all' ? [r] : [...set.parts, r];  // all rows supersede single rows
+        results[method] = next;
+      } else {
+        results[method] = set;
       }
-      results[method] = set;
     }
+    for (const method of METHODS) cache.set(keyOf(method, s), results[method]);
     // Graph: residual-mixed layers 1..layer and the bottleneck of the selected flow.
     const target = s.targets[0];
     const flowRow = results.flow.scoresFor(s.layer, target);
@@ -517,7 +525,7 @@ async function refresh({ all = false, keepRunning = false, gen = 0, focus = null
       mixed: Array.from({ length: s.layer }, (_, k) => mixed.get(k + 1)),
       bottleneck: cutCache.get(ck),
     };
-    draw();
+    if (!(await draw(gen))) return;
     clearError();
     setState('done');
     idle(all ? `Done: every row of every layer (${summary.numLayers * summary.numTokens * summary.numTokens} flows)` : 'Ready');
@@ -543,14 +551,30 @@ function view() {
   return { ...shown.settings, methods: settings.methods, scale: settings.scale, threshold: settings.threshold, filter: settings.filter };
 }
 
-function draw() {
-  if (!shown) return;
+/** Runs fn and records its duration as a User Timing measure (visible in DevTools). */
+function timed(name, fn) {
+  const start = performance.now();
+  try {
+    return fn();
+  } finally {
+    performance.measure(`attnflow:${name}`, { start, end: performance.now() });
+  }
+}
+
+const nextTask = () => new Promise((resolve) => setTimeout(resolve, 0));
+
+/**
+ * Draws every view from `shown`, one view per task, so that no single main-thread task grows
+ * long on big inputs (n = 128+). Resolves false when a newer refresh took over meanwhile.
+ */
+async function draw(gen = generation) {
+  if (!shown) return false;
   const v = view();
   const target = v.targets[0];
   const tok = (i) => `“${ellipsize(showToken(summary.tokens[i]), 30)}”`;
-  renderStrips(ui.strips, {
+  timed('strips', () => renderStrips(ui.strips, {
     tokens: summary.tokens, layer: v.layer, targets: v.targets, methods: v.methods, results: shown.results, scale: v.scale,
-  });
+  }));
   ui.stripsSub.textContent = `How much each input token contributes to ${v.targets.length > 1
     ? `targets ${v.targets.join(', ')}` : `target ${target} ${tok(target)}`} at the output of layer ${v.layer} of ${summary.numLayers}`
     + ` · ${summary.fused ? 'pre-fused heads' : `${v.fusion} of ${v.heads ? `heads ${v.heads.join(', ')}` : 'all heads'}`} · α = ${v.alpha}. Click a token to make it the target.`;
@@ -559,12 +583,17 @@ function draw() {
   const range = legendRange(v.scale, rows);
   ui.stripsLegend.replaceChildren(svg('svg', { width: 330, height: 30, viewBox: '0 0 330 30', 'font-family': FONT, class: 'legend-svg', 'aria-hidden': 'true' },
     legendGroup({ x: 1, y: 2, width: 200, ...range })));
-  drawHeatmaps(v);
-  redrawGraph();
-  const hasMeta = renderMeta(ui.meta, {
+  await nextTask();
+  if (gen !== generation) return false;
+  timed('heatmaps', () => drawHeatmaps(v));
+  await nextTask();
+  if (gen !== generation) return false;
+  timed('graph', () => redrawGraph());
+  const hasMeta = timed('meta', () => renderMeta(ui.meta, {
     tokens: summary.tokens, meta: summary.meta, methods: v.methods, results: shown.results, target, layer: v.layer, scale: v.scale,
-  });
+  }));
   ui.metaPanel.hidden = !hasMeta;
+  return true;
 }
 
 function heatmapWidth(count) {

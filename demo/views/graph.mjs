@@ -5,7 +5,7 @@
 import { svg, textWidth, ellipsize, showToken, FONT } from '../dom.mjs';
 import { color, fmt, legendGroup } from '../colors.mjs';
 
-export const MAX_EDGES = 4000;
+export const MAX_EDGES = 6000;
 const CUT = '#d55e00';
 const EDGE = '#34466b';
 
@@ -85,13 +85,22 @@ export function graphSVG(p) {
     root.append(svg('text', { x: left - 12, y: y(l) + 4, 'font-size': 11, 'text-anchor': 'end', fill: '#4a4f57' },
       l === 0 ? 'input' : `L${l}`));
   }
-  const edgeLayer = svg('g', { 'stroke-linecap': 'round' });
+  // Edges are grouped into a few width/opacity classes, one <path> per class: thousands of edges
+  // then cost a handful of DOM nodes (fast to draw, small to export).
+  const BUCKETS = 12;
+  const paths = Array.from({ length: BUCKETS }, () => []);
   for (const [l, i, j, w] of shown) {
-    edgeLayer.append(svg('line', {
-      x1: x(i), y1: y(l), x2: x(j), y2: y(l - 1), stroke: EDGE,
-      'stroke-width': (0.4 + 5.5 * w).toFixed(2), 'stroke-opacity': (0.18 + 0.62 * w).toFixed(3),
-    }));
+    const b = Math.min(BUCKETS - 1, Math.floor(w * BUCKETS));
+    paths[b].push(`M${x(i).toFixed(1)} ${y(l).toFixed(1)}L${x(j).toFixed(1)} ${y(l - 1).toFixed(1)}`);
   }
+  const edgeLayer = svg('g', { 'stroke-linecap': 'round', fill: 'none', stroke: EDGE });
+  paths.forEach((segments, b) => {
+    if (!segments.length) return;
+    const w = (b + 0.5) / BUCKETS;
+    edgeLayer.append(svg('path', {
+      d: segments.join(''), 'stroke-width': (0.4 + 5.5 * w).toFixed(2), 'stroke-opacity': (0.18 + 0.62 * w).toFixed(3),
+    }));
+  });
   root.append(edgeLayer);
   const cutLayer = svg('g', { 'stroke-linecap': 'round' });
   const cut = bottleneck?.cut ?? [];
@@ -108,24 +117,26 @@ export function graphSVG(p) {
   let maxFlow = 0;
   for (const v of flowRow) if (v > maxFlow) maxFlow = v;
   const nodes = svg('g', {});
-  for (let l = 0; l <= top; l++) {
+  const ring = (cx, cy, rad) => `M${(cx - rad).toFixed(1)} ${cy.toFixed(1)}a${rad} ${rad} 0 1 0 ${2 * rad} 0a${rad} ${rad} 0 1 0 ${-2 * rad} 0`;
+  const inner = { active: [], idle: [] };
+  for (let l = 1; l <= top; l++) {
     for (let j = 0; j < n; j++) {
-      const isSource = l === top && j === target;
-      const isSink = l === 0 && j === sink;
-      const active = filter === 'all' || from[l][j];
-      const attrs = {
-        cx: x(j), cy: y(l), r: isSource || isSink ? r + 2 : r,
-        fill: l === 0 ? color(maxFlow > 0 ? flowRow[j] / maxFlow : 0) : '#ffffff',
-        stroke: isSource || isSink ? CUT : active ? '#5b6577' : '#c9ced6',
-        'stroke-width': isSource || isSink ? 2.5 : 1,
-        class: l === 0 ? 'g-node g-input' : 'g-node',
-        'data-layer': l, 'data-index': j,
-      };
-      if (l === 0) attrs['data-value'] = String(flowRow[j]);
-      nodes.append(svg('circle', attrs, svg('title', {}, l === 0
-        ? `${tokens[j]}: flow ${fmt(flowRow[j], 6)}`
-        : `${tokens[j]} at layer ${l}`)));
+      if (l === top && j === target) continue;
+      (filter === 'all' || from[l][j] ? inner.active : inner.idle).push(ring(x(j), y(l), r));
     }
+  }
+  if (inner.idle.length) nodes.append(svg('path', { d: inner.idle.join(''), fill: '#ffffff', stroke: '#c9ced6', 'stroke-width': 1 }));
+  if (inner.active.length) nodes.append(svg('path', { d: inner.active.join(''), fill: '#ffffff', stroke: '#5b6577', 'stroke-width': 1 }));
+  nodes.append(svg('circle', { cx: x(target), cy: y(top), r: r + 2, fill: '#ffffff', stroke: CUT, 'stroke-width': 2.5 },
+    svg('title', {}, `source: ${tokens[target]} at layer ${top}`)));
+  for (let j = 0; j < n; j++) {
+    const isSink = j === sink;
+    nodes.append(svg('circle', {
+      cx: x(j), cy: y(0), r: isSink ? r + 2 : r,
+      fill: color(maxFlow > 0 ? flowRow[j] / maxFlow : 0),
+      stroke: isSink ? CUT : '#5b6577', 'stroke-width': isSink ? 2.5 : 1,
+      class: 'g-node g-input', 'data-layer': 0, 'data-index': j, 'data-value': String(flowRow[j]),
+    }, svg('title', {}, `${tokens[j]}: flow ${fmt(flowRow[j], 6)}`)));
   }
   root.append(nodes);
 

@@ -5,7 +5,7 @@ import { svg, textWidth, ellipsize, showToken, FONT } from '../dom.mjs';
 import { color, fmt, legendGroup, rgb } from '../colors.mjs';
 import { METHOD_LABEL, legendRange, scaler } from './common.mjs';
 
-const MAX_RECTS = 6000;  // above this the cells are drawn as one image (fast to draw and export)
+const MAX_RECTS = 1200;  // above this the cells are drawn as one image (fast to draw and export)
 
 /**
  * @returns {SVGSVGElement} with data-method; cells carry data-layer / data-index / data-value.

@@ -1,0 +1,340 @@
+// The explorer page in a real headless Chromium (Debian's chromium, driven by playwright-core),
+// served by scripts/serve.mjs on a free port. Run: node --test tests/browser/
+// Screenshots go to tests/browser/out/ (git-ignored).
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { compute, loadAttention } from 'attnflow';
+import {
+  OUT, ROOT, launch, randomAttention, readCells, startServer, toJson, toNpy, waitDone,
+} from './helpers.mjs';
+
+const METHODS = ['raw', 'rollout', 'flow'];
+let server;
+let browser;
+const offOrigin = [];  // every request that left the page's origin, over all tests
+
+before(async () => {
+  mkdirSync(OUT, { recursive: true });
+  server = await startServer();
+  browser = await launch();
+});
+
+after(async () => {
+  await browser?.close();
+  server?.close();
+});
+
+async function openPage({ width = 1280, height = 800 } = {}) {
+  const context = await browser.newContext({ viewport: { width, height }, acceptDownloads: true });
+  const page = await context.newPage();
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  // context-level: also sees requests made by the page's workers
+  context.on('request', (r) => {
+    const u = r.url();
+    if (!u.startsWith(`${server.origin}/`) && !u.startsWith('blob:') && !u.startsWith('data:')) offOrigin.push(u);
+  });
+  await page.goto(server.url);
+  await waitDone(page);
+  return { page, context, errors };
+}
+
+/** The package's own scores computed in Node, keyed by method. */
+async function expected(bytes, name, { layer, target, fusion = 'mean', heads = null, alpha = 0.5 }) {
+  const data = await loadAttention(bytes, { name });
+  const out = {};
+  for (const method of METHODS) {
+    const r = await compute(data, method, { layers: [layer], rows: [target], fusion, heads, alpha });
+    out[method] = Array.from(r.scoresFor(layer, target));
+  }
+  return out;
+}
+
+function assertCellsEqual(cells, want, { layer, target, tokens }) {
+  assert.ok(cells.length > 0, 'no token cells');
+  for (const c of cells) {
+    assert.equal(c.layer, layer);
+    assert.equal(c.target, target);
+    assert.equal(c.text, tokens[c.index], 'the cell shows the token text');
+    const w = want[c.method][c.index];
+    assert.ok(Math.abs(c.value - w) <= 1e-12, `${c.method} layer ${layer} target ${target} token ${c.index}: page ${c.value}, package ${w}`);
+  }
+}
+
+async function setRange(page, selector, value) {
+  await page.$eval(selector, (el, v) => {
+    el.value = String(v);
+    el.dispatchEvent(new Event('input', { bubbles: true }));
+  }, value);
+}
+
+test('page loads with the first example computed, equal to the package in Node', { timeout: 120_000 }, async () => {
+  const { page, context, errors } = await openPage();
+  const examples = JSON.parse(readFileSync(`${ROOT}demo/examples/index.json`, 'utf8'));
+  const first = examples[0];
+  const bytes = readFileSync(`${ROOT}demo/examples/${first.file}`);
+  const data = JSON.parse(bytes);
+  const L = data.attentions.length;
+  await waitDone(page, { layer: L, target: 0, file: first.file, count: 3 * data.tokens.length });
+  const cells = await readCells(page);
+  assertCellsEqual(cells, await expected(bytes, first.file, { layer: L, target: 0 }), { layer: L, target: 0, tokens: data.tokens });
+  // Defaults: last layer, first token, mean fusion, alpha 0.5.
+  assert.equal(await page.inputValue('#layer'), String(L));
+  assert.equal(await page.inputValue('#alpha'), '0.5');
+  assert.equal(await page.$eval('input[name="fusion"]:checked', (e) => e.value), 'mean');
+  // The other views are drawn, and the meta of the agreement example is shown.
+  assert.equal(await page.locator('#heatmaps svg.heatmap').count(), 3);
+  assert.equal(await page.locator('#graph svg .g-input').count(), data.tokens.length);
+  assert.ok(['sink', 'source', 'inner'].includes(await page.getAttribute('#bottleneck', 'data-kind')));
+  assert.equal(await page.locator('[data-testid="meta-score"]').count(), 2 * data.tokens.length);
+  await page.screenshot({ path: `${OUT}explorer-1280x800.png` });
+  await page.screenshot({ path: `${OUT}explorer-1280-full.png`, fullPage: true });
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
+test('an uploaded file: scores equal the package; switch target by click, layer, methods, fusion', { timeout: 120_000 }, async () => {
+  const { page, context, errors } = await openPage();
+  const L = 3;
+  const H = 4;
+  const n = 9;
+  const tokens = ['<s>', 'A', 'never', 'seen', 'file', ',', 'with', 'tokens', '.'];
+  const bytes = Buffer.from(toJson(tokens, randomAttention({ L, H, n, seed: 424242 }), L, H));
+  await page.setInputFiles('input[type="file"][data-testid="attention-file"]', { name: 'unseen.json', mimeType: 'application/json', buffer: bytes });
+  await waitDone(page, { file: 'unseen.json', layer: L, target: 0, count: 3 * n });
+  assertCellsEqual(await readCells(page), await expected(bytes, 'unseen.json', { layer: L, target: 0 }), { layer: L, target: 0, tokens });
+
+  // Click a token (in the flow strip) to make it the target.
+  await page.click('[data-testid="token-score"][data-method="flow"][data-index="4"]');
+  await waitDone(page, { target: 4, layer: L });
+  assertCellsEqual(await readCells(page), await expected(bytes, 'unseen.json', { layer: L, target: 4 }), { layer: L, target: 4, tokens });
+
+  // Layer by keyboard: focus the slider, Home = layer 1.
+  await page.focus('#layer');
+  await page.keyboard.press('Home');
+  await waitDone(page, { target: 4, layer: 1 });
+  assertCellsEqual(await readCells(page), await expected(bytes, 'unseen.json', { layer: 1, target: 4 }), { layer: 1, target: 4, tokens });
+
+  // Methods: hide raw attention.
+  await page.uncheck('input[name="method"][value="raw"]');
+  await waitDone(page, { methods: ['rollout', 'flow'], count: 2 * n });
+
+  // Fusion max over heads 0 and 2, alpha 0.8, layer 2.
+  await page.check('input[name="method"][value="raw"]');
+  await page.click('.segmented label:has(input[value="max"])');
+  await waitDone(page, { target: 4, layer: 1 });
+  await page.uncheck('#heads input[value="1"]');
+  await page.uncheck('#heads input[value="3"]');
+  await setRange(page, '#alpha', 0.8);
+  await setRange(page, '#layer', 2);
+  await page.waitForFunction(() => document.getElementById('strips-sub').textContent.includes('α = 0.8'));
+  await waitDone(page, { target: 4, layer: 2, count: 3 * n });
+  assertCellsEqual(await readCells(page),
+    await expected(bytes, 'unseen.json', { layer: 2, target: 4, fusion: 'max', heads: [0, 2], alpha: 0.8 }),
+    { layer: 2, target: 4, tokens });
+
+  // Keyboard: Tab into a strip lands on the target; arrows move; Enter selects; focus shows the value.
+  await page.focus('[data-testid="token-score"][data-method="rollout"][data-index="4"]');
+  await page.keyboard.press('ArrowRight');
+  const focused = await page.evaluate(() => document.activeElement.dataset.index);
+  assert.equal(focused, '5');
+  const readout = await page.textContent('#readout');
+  const value = await page.getAttribute('[data-testid="token-score"][data-method="rollout"][data-index="5"]', 'data-value');
+  assert.ok(readout.includes(value), `focus shows the exact value (${value} in "${readout}")`);
+  await page.keyboard.press('Enter');
+  await waitDone(page, { target: 5, layer: 2 });
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
+test('rollout and flow on an unseen L=2 file agree with an independent computation (1e-9)', { timeout: 60_000 }, async () => {
+  const { page, context } = await openPage();
+  const L = 2;
+  const H = 3;
+  const n = 7;
+  const tokens = Array.from({ length: n }, (_, i) => `t${i}`);
+  const flat = randomAttention({ L, H, n, seed: 777, causal: true });
+  await page.setInputFiles('[data-testid="attention-file"]', { name: 'causal.json', mimeType: 'application/json', buffer: Buffer.from(toJson(tokens, flat, L, H)) });
+  await waitDone(page, { file: 'causal.json', layer: 2, target: 0 });
+  await page.click('[data-testid="token-score"][data-method="flow"][data-index="6"]');
+  await waitDone(page, { target: 6, layer: 2 });
+  // Independent: mean of heads, A = (F + I) / rowsum, rollout = A2 A1, flow = sum_k min(A2[i][k], A1[k][j]).
+  const A = [];
+  for (let l = 0; l < L; l++) {
+    const m = [];
+    for (let i = 0; i < n; i++) {
+      const row = [];
+      for (let j = 0; j < n; j++) {
+        let s = 0;
+        for (let h = 0; h < H; h++) s += flat[((l * H + h) * n + i) * n + j];
+        row.push(0.5 * (s / H) + (i === j ? 0.5 : 0));
+      }
+      const sum = row.reduce((a, b) => a + b, 0);
+      m.push(row.map((v) => v / sum));
+    }
+    A.push(m);
+  }
+  const i = 6;
+  const roll = [];
+  const flow = [];
+  for (let j = 0; j < n; j++) {
+    let r = 0;
+    let f = 0;
+    for (let k = 0; k < n; k++) {
+      r += A[1][i][k] * A[0][k][j];
+      f += Math.min(A[1][i][k], A[0][k][j]);
+    }
+    roll.push(r);
+    flow.push(f);
+  }
+  const fsum = flow.reduce((a, b) => a + b, 0);
+  const cells = await readCells(page);
+  for (const c of cells) {
+    if (c.method === 'rollout') assert.ok(Math.abs(c.value - roll[c.index]) < 1e-9, `rollout ${c.index}: ${c.value} vs ${roll[c.index]}`);
+    if (c.method === 'flow') assert.ok(Math.abs(c.value - flow[c.index] / fsum) < 1e-9, `flow ${c.index}: ${c.value} vs ${flow[c.index] / fsum}`);
+  }
+  await context.close();
+});
+
+test('a bad file shows an error; the previous view stays usable', { timeout: 60_000 }, async () => {
+  const { page, context, errors } = await openPage();
+  const before = await readCells(page);
+  await page.setInputFiles('[data-testid="attention-file"]', { name: 'broken.json', mimeType: 'application/json', buffer: Buffer.from('{"tokens": ["a", "b"], "attentions": [[[[0.5, 0.5], [1.0]]]]}') });
+  await page.waitForSelector('[data-testid="results"][data-state="error"]');
+  const message = await page.textContent('[data-testid="error"]');
+  assert.ok(await page.isVisible('[data-testid="error"]'));
+  assert.match(message, /E_INPUT|E_FORMAT/);
+  assert.match(message, /row|ragged|length|expected/i, `the message names the problem: ${message}`);
+  // The previous strips are still there and still work.
+  assert.deepEqual(await readCells(page), before);
+  await page.click('[data-testid="token-score"][data-method="rollout"][data-index="2"]');
+  await waitDone(page, { target: 2 });
+  assert.ok(await page.isHidden('[data-testid="error"]'));
+  // Not a format at all.
+  await page.setInputFiles('[data-testid="attention-file"]', { name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from('hello, I am not attention') });
+  await page.waitForSelector('[data-testid="results"][data-state="error"]');
+  assert.ok((await page.textContent('[data-testid="error"]')).length > 10);
+  assert.equal((await readCells(page)).length, before.length);
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
+test('untrusted tokens render as inert text', { timeout: 60_000 }, async () => {
+  const { page, context, errors } = await openPage();
+  const evil = ['<img src=x onerror=window.__xss=1>', '<script>window.__xss=2</script>', '"><svg onload=window.__xss=3>', '&amp;', 'ok'];
+  const n = evil.length;
+  await page.setInputFiles('[data-testid="attention-file"]', { name: 'evil.json', mimeType: 'application/json', buffer: Buffer.from(toJson(evil, randomAttention({ L: 2, H: 2, n, seed: 9 }), 2, 2)) });
+  await waitDone(page, { file: 'evil.json', count: 3 * n });
+  const cells = await readCells(page);
+  for (const c of cells) assert.equal(c.text, evil[c.index]);
+  // Hover and focus paths (read-out, tooltips), the graph and the selects also get the tokens.
+  await page.hover('[data-testid="token-score"][data-index="0"]');
+  await page.selectOption('#sink', '0');
+  await waitDone(page);
+  await page.waitForTimeout(300);
+  assert.equal(await page.evaluate(() => window.__xss), undefined);
+  assert.equal(await page.locator('main img, main script, #graph svg svg, #heatmaps foreignObject').count(), 0);
+  assert.ok((await page.textContent('#readout')).includes(evil[0]));
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
+test('exports: SVG, PNG, JSON and CSV downloads hold the displayed scores', { timeout: 60_000 }, async () => {
+  const { page, context } = await openPage();
+  const cells = await readCells(page);
+  const grab = async (selector) => {
+    const [dl] = await Promise.all([page.waitForEvent('download'), page.click(selector)]);
+    const stream = await dl.createReadStream();
+    const chunks = [];
+    for await (const c of stream) chunks.push(c);
+    return { name: dl.suggestedFilename(), bytes: Buffer.concat(chunks) };
+  };
+  for (const view of ['strips', 'heatmaps', 'graph']) {
+    const svgFile = await grab(`[data-export="${view}"][data-format="svg"]`);
+    assert.match(svgFile.name, /\.svg$/);
+    assert.match(svgFile.bytes.toString('utf8'), /^<\?xml[^>]*>\s*<svg[^>]*xmlns="http:\/\/www.w3.org\/2000\/svg"/);
+    const png = await grab(`[data-export="${view}"][data-format="png"]`);
+    assert.deepEqual([...png.bytes.subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+    assert.ok(png.bytes.length > 2000);
+  }
+  const json = JSON.parse((await grab('#export-json')).bytes.toString('utf8'));
+  const flow = json.results.find((r) => r.method === 'flow');
+  const layer = cells[0].layer;
+  const li = flow.layers.indexOf(layer);
+  const ri = flow.rows.indexOf(cells[0].target);
+  for (const c of cells.filter((x) => x.method === 'flow')) assert.equal(flow.scores[li][ri][c.index], c.value);
+  const csv = (await grab('#export-csv')).bytes.toString('utf8').trim().split('\n');
+  assert.equal(csv[0], 'method,layer,target,target_token,index,token,score,fusion,heads,alpha');
+  const rollout0 = cells.find((c) => c.method === 'rollout' && c.index === 0);
+  assert.ok(csv.some((line) => line.startsWith(`rollout,${layer},${rollout0.target},`) && line.includes(`,${rollout0.value},`)));
+  await context.close();
+});
+
+test('a long flow (L=12, H=12, n=128, every row of every layer): progress, no long main-thread task, cancel', { timeout: 300_000 }, async () => {
+  const { page, context, errors } = await openPage();
+  const L = 12;
+  const H = 12;
+  const n = 128;
+  const npy = toNpy(randomAttention({ L, H, n, seed: 12128 }), [L, H, n, n]);
+  await page.setInputFiles('[data-testid="attention-file"]', { name: 'bert-base-like.npy', mimeType: 'application/octet-stream', buffer: npy });
+  await waitDone(page, { file: 'bert-base-like.npy', layer: L, target: 0, count: 3 * n }, 120_000);
+  const before = await readCells(page);
+  await page.evaluate(() => {
+    window.__longest = 0;
+    window.__longtasks = [];
+    new PerformanceObserver((list) => {
+      for (const e of list.getEntries()) {
+        window.__longtasks.push(e.duration);
+        window.__longest = Math.max(window.__longest, e.duration);
+      }
+    }).observe({ type: 'longtask' });
+  });
+
+  // 1. Start the full computation, see progress, cancel it.
+  await page.click('#compute-all');
+  await page.waitForSelector('#cancel:visible');
+  assert.equal(await page.getAttribute('[data-testid="results"]', 'data-state'), 'computing');
+  // Progress arrives from the worker (196,608 max-flows take far longer than one report period).
+  await page.waitForFunction(() => /max-flows/.test(document.getElementById('status').textContent), null, { timeout: 120_000 });
+  await page.click('#cancel');
+  await waitDone(page, { layer: L, target: 0, count: 3 * n });
+  assert.equal(await page.textContent('#status'), 'Cancelled');
+  assert.ok(await page.isHidden('#cancel'));
+  assert.deepEqual(await readCells(page), before, 'after a cancel the previous view is back, unchanged');
+  // The page is usable: a new target computes.
+  await page.click('[data-testid="token-score"][data-method="flow"][data-index="5"]');
+  await waitDone(page, { target: 5, layer: L });
+
+  // 2. The full run to the end (every row of every layer), measuring long tasks throughout.
+  await page.evaluate(() => { window.__longest = 0; window.__longtasks = []; });
+  const t0 = Date.now();
+  await page.click('#compute-all');
+  await page.waitForFunction(() => /^Done: every row/.test(document.getElementById('status').textContent), null, { timeout: 240_000 });
+  const seconds = (Date.now() - t0) / 1000;
+  await waitDone(page, { target: 5, layer: L });
+  const longest = await page.evaluate(() => window.__longest);
+  const tasks = await page.evaluate(() => window.__longtasks);
+  console.log(`# long flow: every row of every layer (L=12, H=12, n=128; ${L * n * n} max-flows + raw + rollout) in ${seconds.toFixed(1)} s wall; main-thread long tasks (>50 ms): ${tasks.length}, longest ${longest.toFixed(0)} ms`);
+  assert.ok(longest < 100, `longest main-thread task ${longest} ms`);
+  // With every row computed, switching targets needs no worker call.
+  await page.click('[data-testid="token-score"][data-method="flow"][data-index="77"]');
+  await waitDone(page, { target: 77, layer: L });
+  await page.screenshot({ path: `${OUT}explorer-n128-1280x800.png` });
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
+test('narrow screen layout and screenshot', { timeout: 60_000 }, async () => {
+  const { page, context, errors } = await openPage({ width: 390, height: 844 });
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+  assert.ok(overflow <= 1, `no horizontal scrolling (overflow ${overflow}px)`);
+  await page.screenshot({ path: `${OUT}explorer-390x844.png` });
+  await page.screenshot({ path: `${OUT}explorer-390-full.png`, fullPage: true });
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
+test('no request left the page\'s origin', () => {
+  assert.deepEqual(offOrigin, []);
+});
