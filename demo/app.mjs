@@ -572,6 +572,7 @@ async function draw(gen = generation) {
   const v = view();
   const target = v.targets[0];
   const tok = (i) => `“${ellipsize(showToken(summary.tokens[i]), 30)}”`;
+  ui.strips.classList.toggle('dense', summary.numTokens > 48);
   timed('strips', () => renderStrips(ui.strips, {
     tokens: summary.tokens, layer: v.layer, targets: v.targets, methods: v.methods, results: shown.results, scale: v.scale,
   }));
@@ -596,19 +597,19 @@ async function draw(gen = generation) {
   return true;
 }
 
-function heatmapWidth(count) {
+function heatmapColumns(count) {
   const w = ui.heatmaps.clientWidth || 900;
-  const cols = w >= 880 ? count : w >= 560 ? Math.min(2, count) : 1;
-  return Math.floor((w - (cols - 1) * 16) / cols);
+  const cols = w >= 760 ? count : w >= 520 ? Math.min(2, count) : 1;
+  return { cols, width: Math.floor((w - (cols - 1) * 16) / cols) };
 }
 
 function drawHeatmaps(v) {
   const target = v.targets[0];
-  const width = heatmapWidth(v.methods.length);
+  const { cols, width } = heatmapColumns(v.methods.length);
   ui.heatmaps.replaceChildren(...v.methods.map((method) => h('figure', { class: 'heatmap-fig' }, heatmapSVG({
     tokens: summary.tokens, method, result: shown.results[method], target, layer: v.layer, scale: v.scale, width,
   }))));
-  ui.heatmaps.dataset.cols = String(v.methods.length);
+  ui.heatmaps.dataset.cols = String(cols);
   ui.heatmapsSub.textContent = `Attribution of target ${target} “${ellipsize(showToken(summary.tokens[target]), 30)}” to every input token, at the output of each layer (last layer on top). Click a cell to select its layer and input token.`;
 }
 

@@ -71,13 +71,14 @@ export function legendGroup({ x = 0, y = 0, width = 160, height = 10, min = 0, m
     svg('defs', {}, [svg('linearGradient', { id, x1: '0', x2: '1', y1: '0', y2: '0' }, stops)]),
     svg('rect', { x: 0, y: 0, width, height, fill: `url(#${id})`, stroke: '#8a8f98', 'stroke-width': 0.5 }),
   ]);
-  for (let k = 0; k <= 4; k++) {
-    const tx = (k / 4) * width;
+  const steps = width >= 180 ? 4 : 2;  // fewer ticks on short bars, so labels never collide
+  for (let k = 0; k <= steps; k++) {
+    const tx = (k / steps) * width;
     g.append(svg('line', { x1: tx, x2: tx, y1: height, y2: height + 3, stroke: '#5b616b', 'stroke-width': 0.75 }));
     g.append(svg('text', {
       x: tx, y: height + 13, 'font-size': 10, fill: '#4a4f57',
-      'text-anchor': k === 0 ? 'start' : k === 4 ? 'end' : 'middle',
-    }, fmt(min + (k / 4) * (max - min), 3)));
+      'text-anchor': k === 0 ? 'start' : k === steps ? 'end' : 'middle',
+    }, fmt(min + (k / steps) * (max - min), 3)));
   }
   if (label) g.append(svg('text', { x: width + 8, y: height - 1, 'font-size': 10, fill: '#4a4f57' }, label));
   return g;

@@ -46,7 +46,7 @@ export function graphSVG(p) {
   }
   const to = Array.from({ length: top + 1 }, () => new Uint8Array(n));
   to[0][sink] = 1;
-  for (let l = 1; l <= top; l++) {
+  for (let l = 1; l <= top && filter === 'path'; l++) {
     for (let i = 0; i < n; i++) {
       for (let j = 0; j < n; j++) if (to[l - 1][j] && A(l, i, j) >= threshold && A(l, i, j) > 0) { to[l][i] = 1; break; }
     }

@@ -90,7 +90,11 @@ export function renderMeta(root, { tokens, meta, methods, results, target, layer
       ...methods.flatMap((meth) => measures.map((m) => {
         const rho = spearman(results[meth].scoresFor(l, target), m.values);
         const cell = h('td', { 'data-rho': String(rho) }, Number.isFinite(rho) ? rho.toFixed(2) : '–');
-        if (Number.isFinite(rho)) paint(cell, (rho + 1) / 2);
+        // A light single-hue scale for rho >= 0 (negative stays white): the table stays readable.
+        if (Number.isFinite(rho)) {
+          cell.style.backgroundColor = color(Math.max(0, rho) * 0.85, 'blues');
+          cell.style.color = textColor(Math.max(0, rho) * 0.85, 'blues');
+        }
         return cell;
       })),
     ]));
