@@ -44,6 +44,25 @@ struct Shape {
   bool causal = false;
 };
 
+/// A[l] = rownorm(alpha * rownorm(sum_h W[l][h]) + (1 - alpha) * I) for one layer whose head sum
+/// is `sum` (float64), exactly as mixedLayers() in bench/synthetic.mjs.
+inline Matrix mixLayer(const Matrix& sum, double alpha) {
+  const Eigen::Index n = sum.rows();
+  Matrix a(n, n);
+  for (Eigen::Index i = 0; i < n; ++i) {
+    double rowSum = 0.0;
+    for (Eigen::Index j = 0; j < n; ++j) rowSum += sum(i, j);
+    for (Eigen::Index j = 0; j < n; ++j) a(i, j) = rowSum > 0.0 ? alpha * sum(i, j) / rowSum : 0.0;
+    a(i, i) += 1.0 - alpha;
+    double total = 0.0;
+    for (Eigen::Index j = 0; j < n; ++j) total += a(i, j);
+    if (total > 0.0) {
+      for (Eigen::Index j = 0; j < n; ++j) a(i, j) /= total;
+    }
+  }
+  return a;
+}
+
 /// The residual-mixed stack A (index 0 = layer 1) for the synthetic attention of `shape`.
 inline LayerStack mixedStack(const Shape& shape, double alpha) {
   const int n = shape.tokens;
@@ -77,19 +96,7 @@ inline LayerStack mixedStack(const Shape& shape, double alpha) {
         }
       }
     }
-    Matrix a(n, n);
-    for (int i = 0; i < n; ++i) {
-      double rowSum = 0.0;
-      for (int j = 0; j < n; ++j) rowSum += sum(i, j);
-      for (int j = 0; j < n; ++j) a(i, j) = rowSum > 0.0 ? alpha * sum(i, j) / rowSum : 0.0;
-      a(i, i) += 1.0 - alpha;
-      double total = 0.0;
-      for (int j = 0; j < n; ++j) total += a(i, j);
-      if (total > 0.0) {
-        for (int j = 0; j < n; ++j) a(i, j) /= total;
-      }
-    }
-    stack.push_back(a);
+    stack.push_back(mixLayer(sum, alpha));
   }
   return stack;
 }

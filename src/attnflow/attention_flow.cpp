@@ -456,31 +456,91 @@ class LayeredFlow {
     flowMat(t - 1)[uz(a - down) * uz(n_) + uz(i)] -= x;
   }
 
+  // The first arc >= a of node v whose target has level `want` and residual capacity > kEps,
+  // or numArcs(v) if there is none; sets its target and residual. One loop per kind of arc, so
+  // the scans run over plain arrays.
+  int findArc(int v, int a, int want, int& target, double& residual) {
+    const int* level = level_.data();
+    if (v == sNode()) {
+      for (; a < n_; ++a) {
+        if (level[a] != want) continue;
+        const double r = s_[a] - fs_[uz(a)];
+        if (r > kEps) {
+          target = a;
+          residual = r;
+          return a;
+        }
+      }
+      return n_;
+    }
+    const int t = v / n_;
+    const int i = v - t * n_;
+    int down;
+    if (t + 1 < depth_) {
+      down = n_;
+      const double* cap = mats_[uz(t)] + uz(i) * uz(n_);
+      const double* flow = flowMat(t) + uz(i) * uz(n_);
+      const int* below = level + (t + 1) * n_;
+      for (; a < n_; ++a) {
+        if (below[a] != want) continue;
+        const double r = cap[a] - flow[a];
+        if (r > kEps) {
+          target = (t + 1) * n_ + a;
+          residual = r;
+          return a;
+        }
+      }
+    } else {
+      down = 1;
+      if (a == 0) {
+        const double r = c_[i] - ft_[uz(i)];
+        if (level[tNode()] == want && r > kEps) {
+          target = tNode();
+          residual = r;
+          return 0;
+        }
+        a = 1;
+      }
+    }
+    if (t == 0) return down;
+    const double* up = flowMat(t - 1) + uz(i);  // column i: flows (t-1, p) -> (t, i)
+    const int* above = level + (t - 1) * n_;
+    for (int p = a - down; p < n_; ++p) {
+      if (above[p] != want) continue;
+      const double r = up[uz(p) * uz(n_)];
+      if (r > kEps) {
+        target = (t - 1) * n_ + p;
+        residual = r;
+        return down + p;
+      }
+    }
+    return down + n_;
+  }
+
+  // BFS levels from S in the residual graph; nodes that cannot reach T stay out (level -2).
   bool buildLevels() {
-    std::fill(level_.begin(), level_.end(), -1);
-    queue_.clear();
+    for (int t = 0; t < depth_; ++t) {
+      const std::uint64_t* live = coreachLayer(t);
+      int* level = level_.data() + t * n_;
+      for (int k = 0; k < n_; ++k) level[k] = test(live, k) ? -1 : -2;
+    }
+    level_[uz(tNode())] = -1;
     level_[uz(sNode())] = 0;
+    queue_.clear();
     queue_.push_back(sNode());
-    bool reached = false;
     for (std::size_t head = 0; head < queue_.size(); ++head) {
       const int v = queue_[head];
       const int next = level_[uz(v)] + 1;
-      if (reached && next > level_[uz(tNode())]) break;
+      if (level_[uz(tNode())] >= 0 && next > level_[uz(tNode())]) break;
       const int arcs = numArcs(v);
-      for (int a = 0; a < arcs; ++a) {
-        double r;
-        const int w = arcTarget(v, a, r);
-        if (r > kEps && level_[uz(w)] < 0 && (w >= sNode() || coreaches(w))) {
-          level_[uz(w)] = next;
-          if (w == tNode()) {
-            reached = true;
-          } else {
-            queue_.push_back(w);
-          }
-        }
+      int w = 0;
+      double r = 0.0;
+      for (int a = findArc(v, 0, -1, w, r); a < arcs; a = findArc(v, a + 1, -1, w, r)) {
+        level_[uz(w)] = next;
+        if (w != tNode()) queue_.push_back(w);
       }
     }
-    return reached;
+    return level_[uz(tNode())] >= 0;
   }
 
   // Blocking flow on the BFS levels, at most `want`; the same DFS as pushDown() over all
@@ -497,23 +557,22 @@ class LayeredFlow {
       const int nextLevel = level_[uz(v)] + 1;
       bool descended = false;
       int& a = cur_[uz(v)];
-      while (f.remaining > kEps && a < arcs) {
-        double r;
-        const int w = arcTarget(v, a, r);
-        if (r > kEps && level_[uz(w)] == nextLevel) {
-          const double amount = std::min(f.remaining, r);
-          if (w == t) {
-            pushArc(v, a, amount);
-            f.remaining -= amount;
-            f.pushed += amount;
-            if (r - amount <= kEps) ++a;
-            continue;
-          }
-          stack_.push_back(Frame{w, amount, 0.0});
-          descended = true;
-          break;
+      while (f.remaining > kEps) {
+        int w = 0;
+        double r = 0.0;
+        a = findArc(v, a, nextLevel, w, r);
+        if (a >= arcs) break;
+        const double amount = std::min(f.remaining, r);
+        if (w == t) {
+          pushArc(v, a, amount);
+          f.remaining -= amount;
+          f.pushed += amount;
+          if (r - amount <= kEps) ++a;
+          continue;
         }
-        ++a;
+        stack_.push_back(Frame{w, amount, 0.0});
+        descended = true;
+        break;
       }
       if (descended) continue;
       const bool exhausted = a >= arcs;
@@ -619,10 +678,11 @@ class FlowEngine {
         colsum_(A[0].colwise().sum()), uniform_(static_cast<std::size_t>(n_), 1.0 / n_) {}
 
   /// Flows from (layer, r) for r in rows into out (rows.size() x n); calls tick() after each row.
+  /// shareMiddle: prefer the middle layer that other layers of the same run use too.
   template <typename Tick>
-  void run(int layer, const std::vector<int>& rows, Matrix& out, Tick tick) {
+  void run(int layer, const std::vector<int>& rows, Matrix& out, bool shareMiddle, Tick tick) {
     LayeredFlow solver(n_, innerMatrices(A_, layer));
-    const int h = middleLayer(layer, rows.size());
+    const int h = middleLayer(layer, rows.size(), shareMiddle);
     const std::vector<double>* sinkHalf = h > 0 ? &sinkHalves(h) : nullptr;
     std::unique_ptr<LayeredFlow> sourceHalf;
     if (h > 0) sourceHalf = std::make_unique<LayeredFlow>(n_, matrices(layer - 1, h + 1));
@@ -658,11 +718,14 @@ class FlowEngine {
     return mats;
   }
 
-  // The middle layer for the certificate, or 0 for none (few rows, or too shallow to pay).
-  int middleLayer(int layer, std::size_t numRows) const {
-    if (layer < 3 || numRows < 8) return 0;
-    if (const char* e = std::getenv("ATTNFLOW_H")) return std::min(layer - 1, std::atoi(e));
-    return layer / 2;
+  // The middle layer for the certificate, or 0 for none. It needs a few layers on each side:
+  // above h for a source to spread its unit evenly, below h for even supplies to gather into
+  // one sink. On model-like inputs (bench/native/synthetic.hpp, n = 32..128) h = 3 certified
+  // every pair from layer 6 up and none below; h = layer / 2 is as good and cheaper for one
+  // layer on its own (shorter source halves).
+  int middleLayer(int layer, std::size_t numRows, bool shareMiddle) const {
+    if (layer < 6 || numRows < 8) return 0;
+    return shareMiddle ? 3 : layer / 2;
   }
 
   // V_j for every sink with supplies uniform_ at layer h: node layers h..1, arcs A[h]..A[2].
@@ -709,10 +772,33 @@ Matrix attentionFlow(const LayerStack& A, int layer, const std::vector<int>& row
   report(progress, 0, total);
   if (rows.empty()) return out;
   FlowEngine engine(A);
-  engine.run(layer, rows, out, [&](std::size_t q) {
+  engine.run(layer, rows, out, false, [&](std::size_t q) {
     report(progress, (q + 1) * static_cast<std::size_t>(n), total);
   });
   return out;
+}
+
+std::vector<Matrix> attentionFlowLayers(const LayerStack& A, const std::vector<int>& layers,
+                                        const std::vector<int>& rows,
+                                        const Progress& progress) {
+  const int n = checkStack(A);
+  for (int layer : layers) {
+    checkLayer(A, layer);
+    checkRows(n, rows, layer);
+  }
+  const std::size_t perLayer = rows.size() * static_cast<std::size_t>(n);
+  const std::size_t total = layers.size() * perLayer;
+  report(progress, 0, total);
+  std::vector<Matrix> result;
+  FlowEngine engine(A);
+  for (std::size_t k = 0; k < layers.size(); ++k) {
+    result.emplace_back(static_cast<Index>(rows.size()), n);
+    if (rows.empty()) continue;
+    engine.run(layers[k], rows, result.back(), layers.size() > 1, [&](std::size_t q) {
+      report(progress, k * perLayer + (q + 1) * static_cast<std::size_t>(n), total);
+    });
+  }
+  return result;
 }
 
 // ------------------------------------------------------------------------------------------

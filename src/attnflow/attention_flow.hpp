@@ -20,6 +20,14 @@ using Progress = std::function<bool(std::size_t done, std::size_t total)>;
 Matrix attentionFlow(const LayerStack& A, int layer, const std::vector<int>& rows,
                      const Progress& progress = {});
 
+/// attentionFlow for several layers (1-based, any order, repeats allowed) and the same rows in
+/// each; result[k] is rows.size() x n for layers[k]. Faster than one call per layer: the sink
+/// halves of the middle-layer certificate are shared between layers. progress counts
+/// (layer, row, token) problems over all layers. Throws InputError on a layer or row out of range.
+std::vector<Matrix> attentionFlowLayers(const LayerStack& A, const std::vector<int>& layers,
+                                        const std::vector<int>& rows,
+                                        const Progress& progress = {});
+
 /// The same numbers by one plain Dinic max-flow per (row, token) pair on the full layered graph.
 /// Slow; kept as the reference the fast path is tested against.
 Matrix attentionFlowReference(const LayerStack& A, int layer, const std::vector<int>& rows,

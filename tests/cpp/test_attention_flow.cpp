@@ -271,3 +271,44 @@ TEST_CASE("attention flow: bad layer, row or token is an InputError naming it") 
   // No rows: an empty result, not an error.
   CHECK(attnflow::attentionFlow(A, 3, {}).rows() == 0);
 }
+
+TEST_CASE("attention flow: all layers at once equals one layer at a time and the reference") {
+  std::mt19937 gen(21);
+  for (int it = 0; it < 40; ++it) {
+    const int n = 6 + it % 7;
+    const int layers = 6 + it % 3;
+    const LayerStack A = randomStack(gen, layers, n, static_cast<Kind>(it % kNumKinds));
+    std::vector<int> which;
+    for (int l = layers; l >= 1; --l) which.push_back(l);
+    which.push_back(layers);  // a repeat
+    std::size_t lastDone = 0, lastTotal = 0;
+    const std::vector<Matrix> all = attnflow::attentionFlowLayers(
+        A, which, allRows(n), [&](std::size_t done, std::size_t total) {
+          CHECK(done >= lastDone);
+          lastDone = done;
+          lastTotal = total;
+          return true;
+        });
+    CHECK(lastTotal == which.size() * static_cast<std::size_t>(n * n));
+    CHECK(lastDone == lastTotal);
+    REQUIRE(all.size() == which.size());
+    for (std::size_t k = 0; k < which.size(); ++k) {
+      const Matrix ref = attnflow::attentionFlowReference(A, which[k], allRows(n));
+      CHECK(maxAbsDiff(all[k], ref) <= 1e-9);
+    }
+  }
+  const LayerStack B = attnflow::synthetic::mixedStack({8, 2, 20, 3, false}, 0.5);
+  const std::vector<Matrix> all = attnflow::attentionFlowLayers(B, {8, 7, 6}, allRows(20));
+  for (int layer = 6; layer <= 8; ++layer) {
+    const Matrix ref = attnflow::attentionFlowReference(B, layer, allRows(20));
+    CHECK(maxAbsDiff(all[static_cast<std::size_t>(8 - layer)], ref) <= 1e-9);
+  }
+  CHECK_THROWS_AS(attnflow::attentionFlowLayers(B, {8, 9}, {0}), attnflow::InputError);
+  CHECK_THROWS_AS(attnflow::attentionFlowLayers(B, {1}, {20}), attnflow::InputError);
+  int calls = 0;
+  CHECK_THROWS_AS(attnflow::attentionFlowLayers(B, {8, 7}, allRows(20),
+                                                [&](std::size_t, std::size_t) {
+                                                  return ++calls < 5;
+                                                }),
+                  attnflow::Cancelled);
+}
