@@ -271,6 +271,52 @@ test('exports: SVG, PNG, JSON and CSV downloads hold the displayed scores', { ti
   await context.close();
 });
 
+test('compute all rows: exported flow/rollout/raw equal the package, with one worker and with a worker pool', { timeout: 120_000 }, async () => {
+  const L = 4;
+  const H = 2;
+  const n = 12;
+  const tokens = Array.from({ length: n }, (_, i) => `w${i}`);
+  const bytes = Buffer.from(toJson(tokens, randomAttention({ L, H, n, seed: 31337, sharp: 4 }), L, H));
+  const data = await loadAttention(bytes, { name: 'all.json' });
+  const want = {};
+  for (const method of METHODS) want[method] = (await compute(data, method, { layers: 'all', rows: 'all' })).toJSON().scores;
+  for (const cores of [1, 4]) {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, acceptDownloads: true });
+    // The page uses hardwareConcurrency - 1 pool workers for compute-all flow (none on <= 2 cores).
+    await context.addInitScript((c) => Object.defineProperty(Navigator.prototype, 'hardwareConcurrency', { get: () => c }), cores);
+    const page = await context.newPage();
+    const errors = [];
+    let pool = false;
+    page.on('pageerror', (e) => errors.push(e.message));
+    context.on('request', (r) => { if (r.url().endsWith('/web/parallel-worker.mjs')) pool = true; });
+    await page.goto(server.url);
+    await waitDone(page);
+    await page.setInputFiles('[data-testid="attention-file"]', { name: 'all.json', mimeType: 'application/json', buffer: bytes });
+    await waitDone(page, { file: 'all.json', layer: L });
+    await page.click('#compute-all');
+    await page.waitForFunction(() => /^Done: every row/.test(document.getElementById('status').textContent), null, { timeout: 60_000 });
+    const [dl] = await Promise.all([page.waitForEvent('download'), page.click('#export-json')]);
+    const chunks = [];
+    for await (const c of await dl.createReadStream()) chunks.push(c);
+    const json = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+    for (const r of json.results) {
+      assert.deepEqual(r.layers, [1, 2, 3, 4]);
+      assert.equal(r.rows.length, n, `${r.method}: every row exported`);
+      r.scores.forEach((perLayer, l) => perLayer.forEach((row, i) => row.forEach((v, j) => {
+        const w = want[r.method][l][i][j];
+        assert.ok(Math.abs(v - w) <= 1e-12, `${cores} cores, ${r.method} layer ${l + 1} row ${i} token ${j}: ${v} vs ${w}`);
+      })));
+    }
+    assert.equal(pool, cores > 2, `the worker pool is used only with cores to spare (${cores} cores)`);
+    // Switching target now needs no computation and shows the same numbers.
+    await page.click('[data-testid="token-score"][data-method="flow"][data-index="7"]');
+    await waitDone(page, { target: 7, layer: L });
+    for (const c of await readCells(page)) assert.ok(Math.abs(c.value - want[c.method][L - 1][7][c.index]) <= 1e-12);
+    assert.deepEqual(errors, []);
+    await context.close();
+  }
+});
+
 test('a long flow (L=12, H=12, n=128, every row of every layer): progress, no long main-thread task, cancel', { timeout: 300_000 }, async () => {
   const { page, context, errors } = await openPage();
   const L = 12;
