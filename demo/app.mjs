@@ -52,6 +52,7 @@ const settings = {
 let summary = null;       // LoadSummary of the input on display
 let sourceName = '';
 let sourceBlob = null;    // the input on display, kept for the parallel pool
+let causal = false;       // the input on display looks like a decoder's (causal masks)
 let shown = null;         // {settings, results, graph} on display
 let generation = 0;
 let running = null;       // {gen, started, long} while a refresh waits for the worker
@@ -169,13 +170,17 @@ async function loadInput(blob, name, { example = false } = {}) {
   try {
     const s = await client.load(blob, { name, fusion: settings.fusion, heads: null });
     if (gen !== generation) return;
+    // Causal (decoder) input? Then the first token only sees itself, so the last token is the
+    // sensible default target; encoders keep the first token (e.g. [CLS]).
+    causal = await looksCausal(s);
+    if (gen !== generation) return;
     summary = s;
     sourceName = name;
     sourceBlob = blob;
     cache = new Map();
     mixedCache = new Map();
     cutCache = new Map();
-    Object.assign(settings, { targets: [0], layer: s.numLayers, heads: null, sink: null });
+    Object.assign(settings, { targets: [causal ? s.numTokens - 1 : 0], layer: s.numLayers, heads: null, sink: null });
     if (!example) ui.example.value = '';
     buildInputControls();
     running = null;
@@ -185,6 +190,22 @@ async function loadInput(blob, name, { example = false } = {}) {
     running = null;
     fail(error, 'Could not open the file');
   }
+}
+
+/** True when the first rows of raw attention (layers 1 and L) put no weight above the diagonal. */
+async function looksCausal(s) {
+  const n = s.numTokens;
+  if (n < 3) return false;
+  const rows = [...new Set([0, 1, 2, Math.floor(n / 2)])];
+  const layers = [...new Set([1, s.numLayers])];
+  const r = await client.compute('raw', { layers, rows });
+  for (const layer of layers) {
+    for (const row of rows) {
+      const v = r.scoresFor(layer, row);
+      for (let j = row + 1; j < n; j++) if (v[j] !== 0) return false;
+    }
+  }
+  return true;
 }
 
 function formatBytes(n) {
@@ -226,6 +247,7 @@ function buildInputControls() {
     h('strong', { class: 'input-name' }, sourceName),
     ` · ${s.format} · ${s.numLayers} layer${s.numLayers === 1 ? '' : 's'} × ${s.fused ? 'pre-fused heads' : `${s.numHeads} head${s.numHeads === 1 ? '' : 's'}`} · ${s.numTokens} tokens`,
   ];
+  if (causal) parts.push(' · ', h('span', { class: 'badge neutral', title: 'no attention above the diagonal: the default target is the last token' }, 'causal'));
   if (s.meta?.synthetic === true) parts.push(' ', h('span', { class: 'badge' }, 'synthetic'));
   ui.inputInfo.replaceChildren(...parts);
   if (s.warnings?.length) {

@@ -107,7 +107,7 @@ export function graphSVG(p) {
   for (const e of cut) {
     cutLayer.append(svg('line', {
       x1: x(e.from), y1: y(e.layer), x2: x(e.to), y2: y(e.layer - 1), stroke: CUT,
-      'stroke-width': (2 + 5 * e.capacity).toFixed(2), 'stroke-opacity': 0.95, 'data-cut': '1',
+      'stroke-width': (1.5 + 5 * e.capacity).toFixed(2), 'stroke-opacity': 0.9, 'data-cut': '1',
     }, svg('title', {}, `cut edge L${e.layer}: ${tokens[e.from]} → ${tokens[e.to]} (capacity ${e.capacity})`)));
   }
   root.append(cutLayer);
@@ -154,14 +154,14 @@ export function graphSVG(p) {
   const ly = H - 34;
   const lg = svg('g', { transform: `translate(${left},${ly})`, 'font-size': 10, fill: '#4a4f57' });
   [0.1, 0.5, 1].forEach((w, k) => {
-    const lx = k * 70;
+    const lx = k * 84;
     lg.append(svg('line', { x1: lx, x2: lx + 26, y1: 5, y2: 5, stroke: EDGE, 'stroke-width': 0.4 + 5.5 * w, 'stroke-opacity': 0.18 + 0.62 * w }));
     lg.append(svg('text', { x: lx + 31, y: 9 }, `A = ${w}`));
   });
-  lg.append(svg('line', { x1: 220, x2: 246, y1: 5, y2: 5, stroke: CUT, 'stroke-width': 4 }));
-  lg.append(svg('text', { x: 251, y: 9 }, 'minimum cut'));
-  lg.append(svg('text', { x: 330, y: 9 }, `${shown.length}${edges.length > shown.length ? ` of ${edges.length}` : ''} edges ≥ ${fmt(threshold, 3)}`));
+  lg.append(svg('line', { x1: 262, x2: 288, y1: 5, y2: 5, stroke: CUT, 'stroke-width': 4 }));
+  lg.append(svg('text', { x: 293, y: 9 }, 'minimum cut'));
+  lg.append(svg('text', { x: 372, y: 9 }, `${shown.length}${edges.length > shown.length ? ` of ${edges.length}` : ''} edges ≥ ${fmt(threshold, 3)}`));
   root.append(lg);
-  root.append(legendGroup({ x: Math.max(left + 480, W - right - 230), y: ly - 2, width: 140, min: 0, max: maxFlow || 1, label: 'flow (inputs)' }));
+  root.append(legendGroup({ x: Math.max(left + 520, W - right - 230), y: ly - 2, width: 140, min: 0, max: maxFlow || 1, label: 'flow (inputs)' }));
   return { svg: root, edgesShown: shown.length, edgesTotal: edges.length };
 }

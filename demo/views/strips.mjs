@@ -23,6 +23,8 @@ export function renderStrips(root, p) {
       const values = allRows[k++];
       const norm = rowScaler(values);
       const rank = ranks(values);
+      // Exact ties at the top are common for flow (scores decided by the same cut): say so.
+      const ties = rank.filter((r) => r === 1).length;
       const cells = h('div', { class: 'strip-cells', role: 'group', 'aria-label': `${METHOD_LABEL[method]}, layer ${layer}, target ${target}` });
       values.forEach((v, i) => {
         const cell = h('button', {
@@ -47,6 +49,7 @@ export function renderStrips(root, p) {
           h('span', { class: 'strip-sub' }, targets.length > 1
             ? `target ${target} · ${METHOD_NOTE[method]}`
             : METHOD_NOTE[method]),
+          ties > 1 ? h('span', { class: 'strip-ties' }, `${ties} tokens tie for the top score`) : null,
         ]),
         cells,
       ]));
