@@ -148,27 +148,27 @@ class Session {
       const std::size_t total = perLayer * layerList.size();
       const bool reports = onProgress.typeOf().as<std::string>() == "function";
       double lastReport = emscripten_get_now();
-      std::size_t finished = 0;
       attnflow::Progress progress = [&](std::size_t done, std::size_t) {
         if (!reports) return true;
         const double now = emscripten_get_now();
         if (now - lastReport < 50.0) return true;
         lastReport = now;
-        return onProgress(static_cast<double>(finished + done), static_cast<double>(total))
+        return onProgress(static_cast<double>(done), static_cast<double>(total))
                    .as<bool>();
       };
+      // All layers in one call: they share the sink halves of the flow certificate.
+      const std::vector<attnflow::Matrix> values =
+          attnflow::attentionFlowLayers(a, layerList, rowList, progress);
       double* target = reinterpret_cast<double*>(out);
-      for (const int layer : layerList) {
-        attnflow::Matrix values = attnflow::attentionFlow(a, layer, rowList, progress);
+      for (attnflow::Matrix layerValues : values) {
         if (normalize) {
-          for (Eigen::Index i = 0; i < values.rows(); ++i) {
-            const double sum = values.row(i).sum();
-            if (sum > 0) values.row(i) /= sum;
+          for (Eigen::Index i = 0; i < layerValues.rows(); ++i) {
+            const double sum = layerValues.row(i).sum();
+            if (sum > 0) layerValues.row(i) /= sum;
           }
         }
-        copyOut(values, reinterpret_cast<std::uintptr_t>(target));
+        copyOut(layerValues, reinterpret_cast<std::uintptr_t>(target));
         target += perLayer;
-        finished += perLayer;
       }
       if (reports) onProgress(static_cast<double>(total), static_cast<double>(total));
     });
