@@ -52,7 +52,7 @@ export function buildGraph(mixed, n, layer) {
     level: new Int32Array(nodes),
     queue: new Int32Array(nodes),
     current: new Int32Array(nodes),
-    path: new Int32Array(layer + 1),
+    path: new Int32Array(nodes),  // later phases may route through reverse arcs: up to all nodes
   };
 }
 
@@ -100,7 +100,6 @@ export function maxFlow(graph, s, t) {
       while (a < end && !(residual[a] > EPS && level[to[a]] === level[v] + 1)) a++;
       current[v] = a;
       if (a < end) {
-        if (depth >= path.length) throw new Error('plain Dinic: path longer than the level graph');
         path[depth++] = a;
         v = to[a];
       } else {

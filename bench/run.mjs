@@ -1,0 +1,499 @@
+#!/usr/bin/env node
+// `npm run bench`: attnflow (WASM in Node, one thread and 2 workers; native C++) against scipy's C
+// Dinic, the authors' networkx code and a plain JS Dinic on the cases of issue 4, in one run.
+//
+//   node bench/run.mjs [--json] [--quick] [--only id,id] [--no-big] [--no-native]
+//
+// Timing rules (bench/README.md): attnflow is timed on compute only (heads already fused, as
+// after FusedAttention.create), after one warm-up run, median of several repeats. Peers are
+// timed on their max-flow calls only (graphs are built once per layer, untimed); when a peer
+// cannot do every (layer, row, sink) pair of a case in its time budget it runs a uniformly random
+// sample of the pairs and the time is extrapolated (marked "est." with the pairs measured).
+// Exactness: attnflow's raw flows are compared with the plain JS Dinic's and scipy's on the pairs
+// those measured (max abs diff). All inputs come from bench/synthetic.mjs, written as .npy files
+// to bench/out/ and read by every implementation.
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { mkdir, readFile } from 'node:fs/promises';
+import os from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { FusedAttention, init, loadAttention } from '../web/index.mjs';
+import { ParallelAttention } from '../web/parallel.mjs';
+import { plainFlowPairs } from './peers/plain_dinic.mjs';
+import { mulberry32, mixedLayers, npyHeader, SPEC_VERSION, writeSyntheticNpy } from './synthetic.mjs';
+import { nativeBench } from './native.mjs';
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const ROOT = join(HERE, '..');
+const OUT = join(HERE, 'out');
+const PYTHON = '/usr/bin/python3';  // Debian's, with python3-scipy and python3-networkx
+
+const { values: argv } = parseArgs({
+  options: {
+    json: { type: 'boolean' },
+    quick: { type: 'boolean' },
+    only: { type: 'string' },
+    'no-big': { type: 'boolean' },
+    'no-native': { type: 'boolean' },
+    help: { type: 'boolean', short: 'h' },
+  },
+});
+if (argv.help) {
+  process.stdout.write(`usage: node bench/run.mjs [--json] [--quick] [--only id,id] [--no-big] [--no-native]
+  --json       one JSON line per (case, implementation) on stdout instead of the table
+  --quick      no networkx, 1 s budgets for the other peers (about 2-3 minutes)
+  --only       run only these case ids (see the table's first column)
+  --no-big     skip the BERT-large (~400 MB .npy) case and the rollout cases that use it
+  --no-native  skip the native C++ benchmark\n`);
+  process.exit(0);
+}
+const QUICK = Boolean(argv.quick);
+const ONLY = argv.only ? new Set(argv.only.split(',')) : null;
+
+const log = (text) => process.stderr.write(`bench: ${text}\n`);
+
+// ---------------------------------------------------------------- cases
+const BERT_BASE_12 = { layers: 12, heads: 12, tokens: 128 };
+const SMALL_32 = { layers: 12, heads: 12, tokens: 32 };
+const LARGE_256 = { layers: 24, heads: 16, tokens: 256 };
+const LARGE_512 = { layers: 24, heads: 16, tokens: 512 };
+
+// Peer budgets in seconds of max-flow time (plain JS, scipy); networkx as listed per case.
+const BUDGET = QUICK ? 1 : 4;
+const VARIANT_BUDGET = QUICK ? 1 : 2;
+
+const BASE_FLOW_CASES = [
+  { id: 'row-L12-n128', what: 'one target row, L=12,H=12,n=128', shape: BERT_BASE_12, layers: 'last', rows: 'one', targetMs: 10, networkx: { pairs: 1 } },
+  { id: 'last-L12-n128', what: 'every row of the last layer, L=12,H=12,n=128', shape: BERT_BASE_12, layers: 'last', rows: 'all', targetMs: 100, networkx: { reuse: 'row-L12-n128' } },
+  { id: 'all-L12-n32', what: 'every row of every layer, L=12,H=12,n=32', shape: SMALL_32, layers: 'all', rows: 'all', targetMs: 100, networkx: { budget: QUICK ? 2 : 8 } },
+  { id: 'row-L24-n256', what: 'one target row, L=24,H=16,n=256', shape: LARGE_256, layers: 'last', rows: 'one', targetMs: 100 },
+  { id: 'all-L12-n128', what: 'BERT-base full: every row of every layer, L=12,H=12,n=128', shape: BERT_BASE_12, layers: 'all', rows: 'all', targetMs: 3000, networkx: { pairs: 1 } },
+];
+const FLOW_CASES = [];
+for (const base of BASE_FLOW_CASES) {
+  FLOW_CASES.push({ ...base, alpha: 0.5, causal: false, budget: BUDGET });
+  FLOW_CASES.push({ ...base, id: `${base.id}-a1`, what: `${base.what}, alpha=1`, alpha: 1, causal: false, base: base.id, targetMs: null, networkx: null, budget: VARIANT_BUDGET });
+  FLOW_CASES.push({ ...base, id: `${base.id}-causal`, what: `${base.what}, causal`, alpha: 0.5, causal: true, base: base.id, targetMs: null, networkx: null, budget: VARIANT_BUDGET });
+}
+if (QUICK) for (const c of FLOW_CASES) if (c.networkx && !c.networkx.budget) c.networkx = null;
+for (const c of FLOW_CASES) if (c.networkx?.budget && QUICK) c.networkx = { budget: 2 };
+
+const selected = (id) => !ONLY || ONLY.has(id);
+
+// ---------------------------------------------------------------- helpers
+function inputPath(shape, causal) {
+  return join(OUT, `synth-v${SPEC_VERSION}-L${shape.layers}-H${shape.heads}-n${shape.tokens}${causal ? '-causal' : ''}-s1.npy`);
+}
+
+async function ensureInput(shape, causal) {
+  const path = inputPath(shape, causal);
+  const size = npyHeader([shape.layers, shape.heads, shape.tokens, shape.tokens]).length + 4 * shape.layers * shape.heads * shape.tokens ** 2;
+  if (!existsSync(path) || statSync(path).size !== size) {
+    log(`writing ${path} (${(size / 2 ** 20).toFixed(1)} MB)`);
+    await writeSyntheticNpy(path, { ...shape, seed: 1, causal });
+  }
+  return path;
+}
+
+const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+
+/** Runs `body` once as a warm-up, then repeats; returns {seconds (median), runs, last}. */
+async function timeRepeated(body) {
+  let started = performance.now();
+  let last = await body();
+  const warm = (performance.now() - started) / 1000;
+  const repeats = warm > 10 ? 0 : warm > 1 ? 3 : 5;
+  if (repeats === 0) return { seconds: warm, runs: [warm], last, note: 'one run (no warm-up: > 10 s)' };
+  const runs = [];
+  for (let k = 0; k < repeats; k++) {
+    started = performance.now();
+    last = await body();
+    runs.push((performance.now() - started) / 1000);
+  }
+  return { seconds: median(runs), runs, last };
+}
+
+function resolvedRows(c) {
+  if (c.rows === 'all') return Array.from({ length: c.shape.tokens }, (_, i) => i);
+  return [c.causal ? c.shape.tokens - 1 : 0];  // [CLS] for an encoder, the last token for a decoder
+}
+function resolvedLayers(c) {
+  return c.layers === 'all' ? Array.from({ length: c.shape.layers }, (_, l) => l + 1) : [c.shape.layers];
+}
+
+/** A uniformly random order of the case's pairs (index p = (layer, row, sink) in result order). */
+function pairOrder(total, limit) {
+  const random = mulberry32(12345);
+  const order = new Int32Array(total);
+  for (let k = 0; k < total; k++) order[k] = k;
+  for (let k = total - 1; k > 0; k--) {
+    const m = Math.floor(random() * (k + 1));
+    [order[k], order[m]] = [order[m], order[k]];
+  }
+  return order.subarray(0, Math.min(limit, total));
+}
+
+function pairAt(p, layers, rows, n) {
+  return [layers[Math.floor(p / (rows.length * n))], rows[Math.floor(p / n) % rows.length], p % n];
+}
+
+function runPython(script, request) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(PYTHON, [join(HERE, 'peers', script)], {
+      cwd: join(HERE, 'peers'), env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1' }, stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (chunk) => { out += chunk; });
+    child.stderr.on('data', (chunk) => { err += chunk; });
+    child.on('error', reject);
+    child.on('close', (code) => {
+      if (code !== 0) reject(new Error(`${script} exited with ${code}: ${err.trim().split('\n').at(-1)}`));
+      else resolve(JSON.parse(out));
+    });
+    child.stdin.end(JSON.stringify(request));
+  });
+}
+
+function runProcess(command, args, options = {}) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { cwd: ROOT, stdio: ['ignore', options.stdout ?? 'ignore', 'pipe'], ...options.spawn });
+    let err = '';
+    let out = '';
+    child.stderr.on('data', (chunk) => { err += chunk; });
+    child.stdout?.on('data', (chunk) => { out += chunk; });
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stderr: err, stdout: out }));
+  });
+}
+
+function maxAbsDiff(a, b) {
+  let max = 0;
+  for (let k = 0; k < a.length; k++) max = Math.max(max, Math.abs(a[k] - b[k]));
+  return max;
+}
+
+// ---------------------------------------------------------------- records
+const records = [];
+function record(entry) {
+  records.push(entry);
+  if (argv.json) process.stdout.write(`${JSON.stringify(entry)}\n`);
+}
+
+// ---------------------------------------------------------------- attnflow in this process
+let current = null;  // {path, fused, pool}
+async function openInput(path) {
+  if (current?.path === path) return current;
+  current?.fused.dispose();
+  current?.pool?.close();
+  const bytes = new Uint8Array(await readFile(path));
+  const data = await loadAttention(bytes, { name: path });
+  current = { path, bytes, fused: await FusedAttention.create(data), pool: null };
+  return current;
+}
+
+async function flowCase(c, native) {
+  const path = await ensureInput(c.shape, c.causal);
+  const input = await openInput(path);
+  const layers = resolvedLayers(c);
+  const rows = resolvedRows(c);
+  const n = c.shape.tokens;
+  const total = layers.length * rows.length * n;
+  const options = { alpha: c.alpha, layers, rows, normalize: false };
+  log(`${c.id}: attnflow WASM (${total} max-flows)`);
+  const wasm = await timeRepeated(() => input.fused.compute('flow', options));
+  const values = wasm.last.scores;
+  const common = { case: c.id, what: c.what, pairs_total: total };
+  const attn = { ...common, impl: 'attnflow-wasm', seconds: wasm.seconds, runs: wasm.runs, note: wasm.note };
+  if (c.targetMs) Object.assign(attn, { target_seconds: c.targetMs / 1000, met: wasm.seconds <= c.targetMs / 1000 });
+  record(attn);
+
+  if (rows.length > 1) {
+    if (!input.pool) {
+      const started = performance.now();
+      input.pool = await ParallelAttention.open({ bytes: input.bytes, name: path }, { workers: 2 });
+      input.poolOpenSeconds = (performance.now() - started) / 1000;
+    }
+    log(`${c.id}: attnflow WASM, 2 workers`);
+    const par = await timeRepeated(() => input.pool.compute('flow', options));
+    const identical = par.last.scores.every((v, k) => Object.is(v, values[k]));
+    record({
+      ...common, impl: 'attnflow-wasm-2workers', seconds: par.seconds, runs: par.runs, note: par.note,
+      speedup: wasm.seconds / par.seconds, target_speedup: 1.7, met: wasm.seconds / par.seconds >= 1.7,
+      bitwise_equal: identical, pool_open_seconds: input.poolOpenSeconds,
+    });
+  }
+
+  if (native) {
+    log(`${c.id}: attnflow native`);
+    const result = await native.run(c, { layers, rows, path });
+    if (result) {
+      const ratio = wasm.seconds / result.seconds;
+      record({ ...common, impl: 'attnflow-native', seconds: result.seconds, runs: result.runs, note: result.note, wasm_over_native: ratio, target_wasm_over_native: 1.5, met: ratio <= 1.5 });
+    }
+  }
+
+  // Peers, on a random sample of the pairs when they cannot do them all within the budget.
+  const order = pairOrder(total, 20000);
+  const pairList = Array.from(order, (p) => pairAt(p, layers, rows, n));
+  const attention = new Float32Array(readFileSync(path).buffer.slice(npyHeader([c.shape.layers, c.shape.heads, n, n]).length));
+  const mixed = mixedLayers(attention, c.shape, c.alpha);
+  log(`${c.id}: plain JS Dinic (budget ${c.budget} s)`);
+  const plain = plainFlowPairs(mixed, n, pairList, c.budget);
+  const plainSeconds = (plain.seconds / plain.measured) * total;
+  const ours = Array.from(order.subarray(0, plain.measured), (p) => values[p]);
+  record({
+    ...common, impl: 'plain-js-dinic', seconds: plainSeconds, estimate: plain.measured < total, pairs_measured: plain.measured,
+    ratio: plainSeconds / wasm.seconds, max_abs_diff_vs_attnflow: maxAbsDiff(plain.values, ours),
+  });
+
+  log(`${c.id}: scipy Dinic (budget ${c.budget} s)`);
+  try {
+    const scipy = await runPython('scipy_flow.py', { npy: path, alpha: c.alpha, pairs: pairList, budget: c.budget });
+    const scipySeconds = (scipy.seconds / scipy.measured) * total;
+    record({
+      ...common, impl: 'scipy-dinic', seconds: scipySeconds, estimate: scipy.measured < total, pairs_measured: scipy.measured,
+      ratio: scipySeconds / wasm.seconds,
+      max_abs_diff_vs_attnflow: maxAbsDiff(scipy.values, Array.from(order.subarray(0, scipy.measured), (p) => values[p])),
+    });
+  } catch (error) {
+    record({ ...common, impl: 'scipy-dinic', seconds: null, note: `failed: ${error.message}` });
+  }
+
+  if (c.networkx) {
+    let perPair = null;
+    let measured = 0;
+    let diff = null;
+    let from = c.id;
+    if (c.networkx.reuse) {
+      const earlier = records.find((r) => r.case === c.networkx.reuse && r.impl === 'networkx-edmonds-karp' && r.per_pair_seconds);
+      if (earlier) ({ per_pair_seconds: perPair, pairs_measured: measured } = earlier);
+      from = c.networkx.reuse;
+    } else {
+      log(`${c.id}: networkx (authors' code; ${c.networkx.pairs ? `${c.networkx.pairs} pair` : `budget ${c.networkx.budget} s`})`);
+      const budget = c.networkx.budget ?? 0;
+      const request = c.networkx.pairs ? pairList.slice(0, c.networkx.pairs) : pairList;
+      const nx = await runPython('networkx_flow.py', { npy: path, alpha: c.alpha, pairs: request, budget });
+      perPair = nx.seconds / nx.measured;
+      measured = nx.measured;
+      diff = maxAbsDiff(nx.values, Array.from(order.subarray(0, nx.measured), (p) => values[p]));
+    }
+    if (perPair !== null) {
+      const seconds = perPair * total;
+      record({
+        ...common, impl: 'networkx-edmonds-karp', seconds, estimate: measured < total, pairs_measured: measured,
+        per_pair_seconds: perPair, ratio: seconds / wasm.seconds, max_abs_diff_vs_attnflow: diff,
+        note: from === c.id ? undefined : `per-pair time of layer-${c.shape.layers} sources measured in ${from}`,
+      });
+    }
+  }
+}
+
+// ---------------------------------------------------------------- rollout (BERT-large input)
+/** r = e_row^T A[layer] ... A[1], float64 vector-matrix products: the reference for rollout. */
+function rolloutRowReference(mixed, n, layer, row) {
+  let r = new Float64Array(n);
+  r[row] = 1;
+  for (let l = layer; l >= 1; l--) {
+    const A = mixed[l - 1];
+    const next = new Float64Array(n);
+    for (let i = 0; i < n; i++) {
+      const ri = r[i];
+      if (ri === 0) continue;
+      for (let j = 0; j < n; j++) next[j] += ri * A[i * n + j];
+    }
+    r = next;
+  }
+  return r;
+}
+
+async function rolloutCases() {
+  const shape = LARGE_512;
+  const n = shape.tokens;
+  const path = await ensureInput(shape, false);
+  const input = await openInput(path);
+  const invalidate = () => input.fused.mixedLayer(1, { alpha: 0.25 });  // drops the cached rollout
+
+  if (selected('rollout-all-L24-n512')) {
+    log('rollout-all-L24-n512: attnflow WASM');
+    const all = await timeRepeated(() => { invalidate(); return input.fused.compute('rollout', { layers: 'all', rows: 'all' }); });
+    const attention = new Float32Array(readFileSync(path).buffer.slice(npyHeader([shape.layers, shape.heads, n, n]).length));
+    const mixed = mixedLayers(attention, shape, 0.5);
+    let diff = 0;
+    for (const layer of [1, 12, 24]) {
+      for (const row of [0, n >> 1, n - 1]) {
+        diff = Math.max(diff, maxAbsDiff(all.last.scoresFor(layer, row), rolloutRowReference(mixed, n, layer, row)));
+      }
+    }
+    record({ case: 'rollout-all-L24-n512', what: 'rollout, all layers and rows, L=24,H=16,n=512', impl: 'attnflow-wasm', seconds: all.seconds, runs: all.runs, target_seconds: 0.35, met: all.seconds <= 0.35, max_abs_diff_vs_float64: diff });
+
+    log('rollout-all-L24-n512: naive JS rollout (one product, extrapolated)');
+    const started = performance.now();
+    const [A, B] = [mixed[1], mixed[0]];
+    const C = new Float64Array(n * n);
+    for (let i = 0; i < n; i++) {
+      for (let k = 0; k < n; k++) {
+        const a = A[i * n + k];
+        for (let j = 0; j < n; j++) C[i * n + j] += a * B[k * n + j];
+      }
+    }
+    const naive = ((performance.now() - started) / 1000) * (shape.layers - 1);
+    record({ case: 'rollout-all-L24-n512', impl: 'naive-js', seconds: naive, estimate: true, note: `1 of ${shape.layers - 1} products timed`, ratio: naive / all.seconds });
+    try {
+      log('rollout-all-L24-n512: numpy');
+      const np = await runPython('scipy_flow.py', { rollout: true, npy: path, alpha: 0.5, repeats: 3 });
+      record({ case: 'rollout-all-L24-n512', impl: 'numpy', seconds: np.seconds, runs: np.repeats, ratio: np.seconds / all.seconds });
+    } catch (error) {
+      record({ case: 'rollout-all-L24-n512', impl: 'numpy', seconds: null, note: `failed: ${error.message}` });
+    }
+  }
+  if (selected('rollout-row-L24-n512')) {
+    log('rollout-row-L24-n512: attnflow WASM');
+    const one = await timeRepeated(() => { invalidate(); return input.fused.compute('rollout', { layers: 'last', rows: [0] }); });
+    record({ case: 'rollout-row-L24-n512', what: 'rollout, one target row of the last layer, L=24,H=16,n=512', impl: 'attnflow-wasm', seconds: one.seconds, runs: one.runs });
+  }
+}
+
+// ---------------------------------------------------------------- BERT-large through the CLI
+async function bigCase() {
+  const path = await ensureInput(LARGE_512, false);
+  current?.fused.dispose();
+  current?.pool?.close();
+  current = null;
+  for (const [id, args] of [
+    ['big-cli-flow-row', ['flow', path, '--rows', '0', '--timing']],
+    ['big-cli-flow-row-2workers', ['flow', path, '--rows', '0,1,2,3', '--workers', '2', '--timing']],
+  ]) {
+    if (!selected(id)) continue;
+    log(`${id}: attnflow CLI on ${(statSync(path).size / 2 ** 20).toFixed(0)} MB .npy`);
+    const run = await runProcess('/usr/bin/time', ['-v', process.execPath, join(ROOT, 'web', 'cli.mjs'), ...args]);
+    const timing = run.stderr.split('\n').map((line) => { try { return JSON.parse(line); } catch { return null; } }).find((v) => v && 'compute_ms' in v);
+    const rss = /Maximum resident set size \(kbytes\): (\d+)/.exec(run.stderr);
+    const wall = /Elapsed \(wall clock\) time.*: (?:(\d+):)?(\d+):([\d.]+)/.exec(run.stderr);
+    if (run.code !== 0 || !timing) {
+      record({ case: id, impl: 'attnflow-cli', seconds: null, note: `exit ${run.code}: ${run.stderr.split('\n').find((l) => l.startsWith('attnflow:')) ?? run.stderr.slice(0, 300)}` });
+      continue;
+    }
+    record({
+      case: id, what: `BERT-large size (L=24,H=16,n=512 float32 .npy, ${(statSync(path).size / 1e6).toFixed(0)} MB): load + flow, CLI ${args.slice(2).join(' ')}`,
+      impl: 'attnflow-cli', seconds: timing.compute_ms / 1000, load_seconds: timing.load_ms / 1000,
+      wall_seconds: wall ? (Number(wall[1] ?? 0) * 3600 + Number(wall[2]) * 60 + Number(wall[3])) : null,
+      peak_rss_mb: rss ? Number(rss[1]) / 1024 : null, file_mb: statSync(path).size / 2 ** 20,
+    });
+  }
+}
+
+// ---------------------------------------------------------------- machine
+async function machine() {
+  const cpu = (readFileSync('/proc/cpuinfo', 'utf8').match(/model name\s*:\s*(.*)/) ?? [])[1] ?? os.cpus()[0]?.model;
+  const em = await runProcess('em++', ['--version'], { stdout: 'pipe' }).catch(() => null);
+  const py = await runProcess(PYTHON, ['-c', 'import scipy, networkx, numpy; print(scipy.__version__, networkx.__version__, numpy.__version__)'], { stdout: 'pipe' }).catch(() => null);
+  const [scipy, networkx, numpy] = (py?.stdout ?? '').trim().split(' ');
+  return {
+    nproc: os.availableParallelism?.() ?? os.cpus().length, cpu, memory_gb: +(os.totalmem() / 2 ** 30).toFixed(1),
+    node: process.version, emscripten: em?.stdout.split('\n')[0].match(/\d+\.\d+\.\d+/)?.[0] ?? null,
+    scipy, networkx, numpy, load_average: os.loadavg().map((x) => +x.toFixed(2)),
+  };
+}
+
+// ---------------------------------------------------------------- table
+function fmt(seconds) {
+  if (seconds === null || seconds === undefined) return '-';
+  if (seconds < 1) return `${(seconds * 1000).toPrecision(3)} ms`;
+  if (seconds < 600) return `${seconds.toPrecision(3)} s`;
+  if (seconds < 86400 * 2) return `${(seconds / 3600).toPrecision(3)} h`;
+  return `${(seconds / 86400).toPrecision(3)} d`;
+}
+const ratio = (x) => (x ? `${x >= 100 ? Math.round(x) : x.toPrecision(3)}x` : '');
+const sci = (x) => (x === null || x === undefined ? '-' : x === 0 ? '0' : x.toExponential(1));
+
+function table(info) {
+  const lines = [];
+  lines.push(`machine: ${info.nproc} CPUs (${info.cpu}), ${info.memory_gb} GB, Node ${info.node}, Emscripten ${info.emscripten}, scipy ${info.scipy}, networkx ${info.networkx}`);
+  lines.push('');
+  const head = ['case', 'attnflow WASM', 'target', 'met', '2 workers (speedup)', 'native (WASM/native)', 'plain JS Dinic', 'scipy Dinic', 'networkx (authors)', 'max |diff| JS / scipy'];
+  const rows = [head];
+  const cases = [...new Set(records.filter((r) => r.impl === 'attnflow-wasm').map((r) => r.case))];
+  for (const id of cases) {
+    const get = (impl) => records.find((r) => r.case === id && r.impl === impl);
+    const wasm = get('attnflow-wasm');
+    const par = get('attnflow-wasm-2workers');
+    const nat = get('attnflow-native');
+    const peer = (r) => (r ? (r.seconds === null ? 'failed' : `${r.estimate ? 'est. ' : ''}${fmt(r.seconds)} (${ratio(r.ratio)})${r.estimate ? ` [${r.pairs_measured} pairs]` : ''}`) : '-');
+    let target = wasm.target_seconds ? `<= ${fmt(wasm.target_seconds)}` : '';
+    let met = wasm.met === undefined ? '' : wasm.met ? 'yes' : 'NO';
+    const baseId = FLOW_CASES.find((c) => c.id === id)?.base;
+    if (baseId) {
+      const base = records.find((r) => r.case === baseId && r.impl === 'attnflow-wasm');
+      if (base) {
+        const slower = wasm.seconds / base.seconds;
+        target = '<= 10x base';
+        met = `${slower <= 10 ? 'yes' : 'NO'} (${ratio(slower)})`;
+      }
+    }
+    const js = get('plain-js-dinic') ?? get('naive-js');
+    const sp = get('scipy-dinic') ?? get('numpy');
+    const diffs = id.startsWith('rollout') ? (wasm.max_abs_diff_vs_float64 !== undefined ? `vs f64: ${sci(wasm.max_abs_diff_vs_float64)}` : '')
+      : `${sci(get('plain-js-dinic')?.max_abs_diff_vs_attnflow)} / ${sci(get('scipy-dinic')?.max_abs_diff_vs_attnflow)}`;
+    rows.push([
+      id, fmt(wasm.seconds), target, met,
+      par ? `${fmt(par.seconds)} (${ratio(par.speedup)}${par.met ? '' : ', < 1.7x'}${par.bitwise_equal ? '' : ', DIFFERS'})` : '',
+      nat ? `${fmt(nat.seconds)} (${ratio(nat.wasm_over_native)}${nat.met ? '' : ', > 1.5x'})` : '',
+      peer(js), peer(sp), peer(get('networkx-edmonds-karp')), diffs,
+    ]);
+  }
+  const widths = head.map((_, k) => Math.max(...rows.map((r) => String(r[k]).length)));
+  rows.forEach((r, k) => {
+    lines.push(`| ${r.map((cell, i) => String(cell).padEnd(widths[i])).join(' | ')} |`);
+    if (k === 0) lines.push(`|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`);
+  });
+  const big = records.filter((r) => r.impl === 'attnflow-cli');
+  if (big.length) {
+    lines.push('');
+    for (const r of big) {
+      lines.push(r.seconds === null ? `${r.case}: ${r.note}`
+        : `${r.case}: ${r.what}: load ${fmt(r.load_seconds)}, compute ${fmt(r.seconds)}, wall ${fmt(r.wall_seconds)}, peak RSS ${r.peak_rss_mb?.toFixed(0)} MB`);
+    }
+  }
+  const notes = records.filter((r) => r.note && r.impl !== 'attnflow-cli');
+  if (notes.length) {
+    lines.push('');
+    for (const r of notes) lines.push(`note: ${r.case} / ${r.impl}: ${r.note}`);
+  }
+  return lines.join('\n');
+}
+
+// ---------------------------------------------------------------- main
+async function main() {
+  if (!existsSync(join(ROOT, 'web', 'wasm', 'attnflow_wasm.wasm'))) {
+    throw new Error('web/wasm/attnflow_wasm.wasm is missing: run `npm run build` first');
+  }
+  await mkdir(OUT, { recursive: true });
+  await init();
+  const info = await machine();
+  const benchStarted = performance.now();
+  if (argv.json) record({ case: 'machine', impl: null, ...info });
+  const native = argv['no-native'] ? null : await nativeBench({ root: ROOT, log });
+  // Group by input so each is loaded once; the 2-worker pool lives as long as its input.
+  const order = [...FLOW_CASES].sort((a, b) => inputPath(a.shape, a.causal).localeCompare(inputPath(b.shape, b.causal)));
+  for (const c of order) if (selected(c.id)) await flowCase(c, native);
+  // Put the result records back in the order of FLOW_CASES for the table.
+  records.sort((a, b) => FLOW_CASES.findIndex((c) => c.id === a.case) - FLOW_CASES.findIndex((c) => c.id === b.case));
+  if (!argv['no-big']) {
+    if (selected('rollout-all-L24-n512') || selected('rollout-row-L24-n512')) await rolloutCases();
+    await bigCase();
+  }
+  current?.fused.dispose();
+  current?.pool?.close();
+  const seconds = (performance.now() - benchStarted) / 1000;
+  log(`done in ${seconds.toFixed(0)} s`);
+  if (!argv.json) process.stdout.write(`${table(info)}\n\nwhole run: ${seconds.toFixed(0)} s\n`);
+  else record({ case: 'total', impl: null, seconds });
+}
+
+main().catch((error) => {
+  process.stderr.write(`bench: ${error?.stack ?? error}\n`);
+  process.exitCode = 1;
+});
