@@ -36,7 +36,7 @@ const ui = {
   computeAll: $('compute-all'), exportJson: $('export-json'), exportCsv: $('export-csv'),
   results: $('results'), readout: $('readout'),
   strips: $('strips'), stripsSub: $('strips-sub'), stripsLegend: $('strips-legend'),
-  heatmaps: $('heatmaps'), heatmapsSub: $('heatmaps-sub'),
+  heatmaps: $('heatmaps'), heatmapsSub: $('heatmaps-sub'), heatmapsLegend: $('heatmaps-legend'),
   sink: $('sink'), edgeFilter: $('edge-filter'), threshold: $('threshold'), thresholdOut: $('threshold-out'),
   bottleneck: $('bottleneck'), graph: $('graph'),
   metaPanel: $('panel-meta'), meta: $('meta'), dropzone: $('dropzone'),
@@ -628,14 +628,14 @@ async function draw(gen = generation) {
   timed('strips', () => renderStrips(ui.strips, {
     tokens: summary.tokens, layer: v.layer, targets: v.targets, methods: v.methods, results: shown.results, scale: v.scale,
   }));
-  ui.stripsSub.textContent = `How much each input token contributes to ${v.targets.length > 1
-    ? `targets ${v.targets.join(', ')}` : `target ${target} ${tok(target)}`} at the output of layer ${v.layer} of ${summary.numLayers}`
-    + ` · ${summary.fused ? 'pre-fused heads' : `${v.fusion} of ${v.heads ? `heads ${v.heads.join(', ')}` : 'all heads'}`} · α = ${v.alpha}. Click a token to make it the target.`;
+  ui.stripsSub.textContent = `Share of each input token in ${v.targets.length > 1
+    ? `targets ${v.targets.join(', ')}` : `target ${target} ${tok(target)}`} at layer ${v.layer} of ${summary.numLayers}`
+    + ` · ${summary.fused ? 'pre-fused heads' : `${v.fusion} of ${v.heads ? `heads ${v.heads.join(', ')}` : 'all heads'}`} · α = ${v.alpha} · click a token to make it the target`;
   const rows = [];
   for (const m of v.methods) for (const t of v.targets) rows.push(shown.results[m].scoresFor(v.layer, t));
   const range = legendRange(v.scale, rows);
-  ui.stripsLegend.replaceChildren(svg('svg', { width: 330, height: 30, viewBox: '0 0 330 30', 'font-family': FONT, class: 'legend-svg', 'aria-hidden': 'true' },
-    legendGroup({ x: 1, y: 2, width: 200, ...range })));
+  ui.stripsLegend.replaceChildren(svg('svg', { width: 300, height: 30, viewBox: '0 0 300 30', 'font-family': FONT, class: 'legend-svg', 'aria-hidden': 'true' },
+    legendGroup({ x: 1, y: 4, width: 180, ...range })));
   await nextTask();
   if (gen !== generation) return false;
   timed('heatmaps', () => drawHeatmaps(v));
@@ -658,11 +658,15 @@ function heatmapColumns(count) {
 function drawHeatmaps(v) {
   const target = v.targets[0];
   const { cols, width } = heatmapColumns(v.methods.length);
+  // One legend for all heatmaps when they share a scale (0..row max, or absolute).
+  const shared = v.scale !== 'view';
   ui.heatmaps.replaceChildren(...v.methods.map((method) => h('figure', { class: 'heatmap-fig' }, heatmapSVG({
-    tokens: summary.tokens, method, result: shown.results[method], target, layer: v.layer, scale: v.scale, width,
+    tokens: summary.tokens, method, result: shown.results[method], target, layer: v.layer, scale: v.scale, width, legend: !shared,
   }))));
+  ui.heatmapsLegend.replaceChildren(...(shared ? [svg('svg', { width: 300, height: 30, viewBox: '0 0 300 30', 'font-family': FONT, class: 'legend-svg', 'aria-hidden': 'true' },
+    legendGroup({ x: 1, y: 4, width: 180, ...legendRange(v.scale, []) }))] : []));
   ui.heatmaps.dataset.cols = String(cols);
-  ui.heatmapsSub.textContent = `Attribution of target ${target} “${ellipsize(showToken(summary.tokens[target]), 30)}” to every input token, at the output of each layer (last layer on top). Click a cell to select its layer and input token.`;
+  ui.heatmapsSub.textContent = `Target ${target} “${ellipsize(showToken(summary.tokens[target]), 30)}” at the output of every layer (last on top). Click a cell to select its layer and input token.`;
 }
 
 let graphInfo = null;
@@ -746,7 +750,10 @@ function exportSVG(which) {
     });
   }
   if (which === 'heatmaps') {
-    const parts = [...ui.heatmaps.querySelectorAll('svg.heatmap')].map((s) => s.cloneNode(true));
+    const { width: hw } = heatmapColumns(v.methods.length);
+    const parts = v.methods.map((method) => heatmapSVG({
+      tokens: summary.tokens, method, result: shown.results[method], target, layer: v.layer, scale: v.scale, width: Math.max(hw, 300), legend: true,
+    }));
     let x = 0;
     let height = 0;
     const g = [];

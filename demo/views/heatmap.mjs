@@ -10,7 +10,7 @@ const MAX_RECTS = 1200;  // above this the cells are drawn as one image (fast to
 /**
  * @returns {SVGSVGElement} with data-method; cells carry data-layer / data-index / data-value.
  */
-export function heatmapSVG({ tokens, method, result, target, layer, scale, width = 420, title }) {
+export function heatmapSVG({ tokens, method, result, target, layer, scale, width = 420, title, legend = true }) {
   const n = tokens.length;
   const L = result.layers.length;
   const rows = result.layers.map((l) => result.scoresFor(l, target));
@@ -19,13 +19,13 @@ export function heatmapSVG({ tokens, method, result, target, layer, scale, width
   const right = 10;
   const top = 30;
   const cw = Math.max(2, Math.min(28, (width - left - right) / n));
-  const ch = Math.max(8, Math.min(24, 260 / L));
+  const ch = Math.max(8, Math.min(20, 240 / L));
   const gridW = cw * n;
   const gridH = ch * L;
   const labelEvery = Math.max(1, Math.ceil(11 / cw));
   const labels = tokens.map((t) => ellipsize(showToken(t), 12));
   const labelLen = Math.max(20, ...labels.map((s, i) => (i % labelEvery ? 0 : textWidth(s, 10))));
-  const bottom = labelLen * 0.82 + 18 + 34;
+  const bottom = labelLen * 0.82 + 18 + (legend ? 34 : 0);
   const w = Math.max(left + gridW + right, 240);
   const hgt = top + gridH + bottom;
   const root = svg('svg', {
@@ -92,8 +92,10 @@ export function heatmapSVG({ tokens, method, result, target, layer, scale, width
     }, s));
   });
   root.append(grid);
-  const range = legendRange(scale, rows);
-  root.append(legendGroup({ x: left, y: hgt - 30, width: Math.min(150, Math.max(100, gridW * 0.6)), ...range }));
+  if (legend) {
+    const range = legendRange(scale, rows);
+    root.append(legendGroup({ x: left, y: hgt - 30, width: Math.min(150, Math.max(100, gridW * 0.6)), ...range }));
+  }
   return root;
 }
 
