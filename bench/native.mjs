@@ -1,13 +1,71 @@
-// The native (C++) side of `npm run bench`: builds and runs the flow helper's benchmark of the
-// core (bench/native/flow_bench.cpp) if it is there; otherwise the bench runs without it.
-import { existsSync } from 'node:fs';
+// The native (C++) column of `npm run bench`: builds the flow helper's benchmark of the core
+// (bench/native/flow_bench.cpp, Release -O3, in build/bench) and runs it in its `--npy` mode on
+// the very .npy file the WASM side reads, so both time the same numbers.
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
+function run(command, args, cwd) {
+  return new Promise((resolve) => {
+    const child = spawn(command, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (chunk) => { out += chunk; });
+    child.stderr.on('data', (chunk) => { err += chunk; });
+    child.on('error', (error) => resolve({ code: -1, out, err: String(error) }));
+    child.on('close', (code) => resolve({ code, out, err }));
+  });
+}
+
+/** Builds flow_bench; returns null (with a log line) when it is missing or does not build. */
 export async function nativeBench({ root, log }) {
-  if (!existsSync(join(root, 'bench', 'native', 'flow_bench.cpp'))) {
-    log('native: bench/native/flow_bench.cpp is not there yet; skipping the native column');
+  const source = join(root, 'bench', 'native', 'flow_bench.cpp');
+  if (!existsSync(source)) {
+    log('native: bench/native/flow_bench.cpp is not there; no native column');
     return null;
   }
-  log('native: flow_bench.cpp found, but no runner is wired up yet');
-  return null;
+  const dir = join(root, 'build', 'bench');
+  let binary;
+  if (/add_subdirectory\(bench\/native\)/.test(readFileSync(join(root, 'CMakeLists.txt'), 'utf8'))) {
+    log('native: building flow_bench (cmake, Release) in build/bench');
+    const configure = await run('cmake', ['-S', '.', '-B', dir, '-DCMAKE_BUILD_TYPE=Release'], root);
+    const build = configure.code === 0
+      ? await run('cmake', ['--build', dir, '--target', 'flow_bench', '-j2'], root) : configure;
+    if (build.code !== 0) {
+      log(`native: build failed, no native column:\n${(build.err || build.out).split('\n').slice(-15).join('\n')}`);
+      return null;
+    }
+    binary = join(dir, 'bench', 'native', 'flow_bench');
+  } else {
+    binary = join(dir, 'flow_bench');
+    const sources = ['src/attnflow/fusion.cpp', 'src/attnflow/rollout.cpp', 'src/attnflow/maxflow.cpp', 'src/attnflow/attention_flow.cpp'];
+    const newest = Math.max(...[source, ...sources.map((s) => join(root, s))].map((f) => statSync(f).mtimeMs));
+    if (!existsSync(binary) || statSync(binary).mtimeMs < newest) {
+      log('native: building flow_bench (g++ -O3) in build/bench');
+      await run('mkdir', ['-p', dir], root);
+      const build = await run('g++', ['-O3', '-DNDEBUG', '-std=c++17', '-Isrc', '-I/usr/include/eigen3', source, ...sources, '-o', binary], root);
+      if (build.code !== 0) {
+        log(`native: build failed, no native column:\n${build.err.split('\n').slice(-15).join('\n')}`);
+        return null;
+      }
+    }
+  }
+  return {
+    binary,
+    /** {seconds, runs} for a flow case on its .npy input, or null if the run failed. */
+    async run(c, { layers, rows, path }) {
+      const args = ['--npy', path, '--alpha', String(c.alpha),
+        '--layers', layers.length === c.shape.layers && c.layers === 'all' ? 'all' : layers.join(','),
+        '--rows', rows.length === c.shape.tokens ? 'all' : rows.join(',')];
+      const result = await run(binary, args, root);
+      const line = result.out.trim().split('\n').at(-1);
+      try {
+        const parsed = JSON.parse(line);
+        return { seconds: parsed.seconds, runs: parsed.runs };
+      } catch {
+        log(`native: ${c.id} failed (exit ${result.code}): ${result.err.trim().slice(0, 300)}`);
+        return null;
+      }
+    },
+  };
 }

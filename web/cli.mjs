@@ -2,6 +2,7 @@
 // attnflow CLI: the same WebAssembly module as the browser, run in Node.
 //   attnflow <raw|rollout|flow> FILE|- [--fusion mean|max|min] [--heads 0,3,5] [--alpha A]
 //            [--layers last|all|1,4,12] [--rows all|0,5] [--unnormalized] [--batch B] [--timing]
+//            [--workers N]
 // Prints one JSON object on stdout. A user error prints one line on stderr and exits with 2.
 import { readFile } from 'node:fs/promises';
 import { basename } from 'node:path';
@@ -24,6 +25,7 @@ options:
   --rows all|0,5           0-based target rows (default all)
   --unnormalized           flow: raw max-flow values instead of rows summing to 1
   --batch B                batch item of a Hugging Face [L][B][H][n][n] layout (default 0)
+  --workers N              flow: split the work over N worker threads (same results)
   --timing                 print {"load_ms", "compute_ms"} as one JSON line on stderr
   -h, --help               show this help`;
 
@@ -41,6 +43,7 @@ function parseCommandLine(argv) {
         rows: { type: 'string' },
         unnormalized: { type: 'boolean' },
         batch: { type: 'string' },
+        workers: { type: 'string' },
         timing: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -66,7 +69,8 @@ function parseCommandLine(argv) {
     normalize: !values.unnormalized,
   };
   const batch = values.batch === undefined ? undefined : number('batch', values.batch);
-  return { method, file, options, batch, timing: Boolean(values.timing) };
+  const workers = values.workers === undefined ? undefined : number('workers', values.workers);
+  return { method, file, options, batch, workers, timing: Boolean(values.timing) };
 }
 
 async function readInput(file) {
@@ -104,6 +108,20 @@ async function main() {
   const started = performance.now();
   const [bytes] = await Promise.all([readInput(command.file), init()]);
   const name = command.file === '-' ? 'stdin' : basename(command.file);
+  if (command.workers !== undefined) {
+    // Each worker loads the bytes and fuses the heads itself (web/parallel.mjs).
+    const { ParallelAttention } = await import('./parallel.mjs');
+    const pool = await ParallelAttention.open({ bytes, name, batch: command.batch }, { ...command.options, workers: command.workers });
+    try {
+      for (const warning of pool.warnings) process.stderr.write(`attnflow: warning: ${warning}\n`);
+      const loaded = performance.now();
+      const result = await pool.compute(command.method, { ...command.options, onProgress: progressReporter() });
+      finish(command, result, started, loaded, performance.now());
+    } finally {
+      pool.close();
+    }
+    return;
+  }
   const data = await loadAttention(bytes, { name, batch: command.batch });
   const fused = await FusedAttention.create(data, command.options);
   // Binary formats check values as layers are read, so warnings are complete only after fusion.
@@ -112,6 +130,10 @@ async function main() {
   const result = fused.compute(command.method, { ...command.options, onProgress: progressReporter() });
   const computed = performance.now();
   fused.dispose();
+  finish(command, result, started, loaded, computed);
+}
+
+function finish(command, result, started, loaded, computed) {
   if (command.timing) {
     process.stderr.write(`${JSON.stringify({ load_ms: loaded - started, compute_ms: computed - loaded })}\n`);
   }
