@@ -23,6 +23,7 @@ const STALE_MS = 250;
 // the machine has cores to spare and the file is small enough that giving each worker its own
 // copy of the bytes is cheap.
 const PARALLEL_MAX_BYTES = 64 * 2 ** 20;
+const PROGRESSIVE_TOKENS = 96;  // from this many tokens, flow for all layers comes second
 const MAX_TARGETS = 6;
 const $ = (id) => document.getElementById(id);
 
@@ -60,34 +61,36 @@ let running = null;       // {gen, started, long} while a refresh waits for the 
 // ---------------------------------------------------------------------------------------------
 // Result cache: per fusion/heads(/alpha), results for all layers and some rows.
 
-/** Several WorkerResults of one method (different rows) seen as one. */
+/**
+ * Several WorkerResults of one method (different rows, possibly only some layers) seen as one.
+ * Immutable once built: a refresh makes a new set, so a cancel leaves the view untouched.
+ */
 class ResultSet {
-  constructor(method) {
+  constructor(method, parts = []) {
     this.method = method;
-    this.parts = [];
+    this.parts = parts;
   }
-  add(r) { this.parts.push(r); }
-  part(row) { return this.parts.find((p) => p.rows.includes(row)); }
-  hasRow(row) { return !!this.part(row); }
-  get layers() { return this.parts[0]?.layers ?? []; }
+  with(r) { return new ResultSet(this.method, [...this.parts, r]); }
+  part(layer, row) { return this.parts.find((p) => p.rows.includes(row) && p.layers.includes(layer)); }
+  has(layer, row) { return !!this.part(layer, row); }
+  /** True when `row` is there for every layer 1..L. */
+  complete(row, L) {
+    for (let l = 1; l <= L; l++) if (!this.has(l, row)) return false;
+    return true;
+  }
+  get layers() { return [...new Set(this.parts.flatMap((p) => p.layers))].sort((a, b) => a - b); }
   get rows() { return [...new Set(this.parts.flatMap((p) => p.rows))].sort((a, b) => a - b); }
   get options() { return this.parts[0]?.options; }
   get numTokens() { return this.parts[0]?.numTokens; }
-  scoresFor(layer, row) { return this.part(row).scoresFor(layer, row); }
-  toJSON() {
-    const rows = this.rows;
-    const { method, layers, options } = this;
+  scoresFor(layer, row) { return this.part(layer, row).scoresFor(layer, row); }
+  /** The complete (layer x row) grid for `rows`, as the CLI prints a result. */
+  toJSON(rows = this.rows) {
+    const layers = this.layers.filter((l) => rows.every((r) => this.has(l, r)));
+    const { method, options } = this;
     return {
-      method, tokens: summary.tokens, layers, rows, options: { ...options, rows },
+      method, tokens: summary.tokens, layers, rows, options: { ...options, layers, rows },
       scores: layers.map((l) => rows.map((r) => Array.from(this.scoresFor(l, r)))),
     };
-  }
-  /** Only the given rows, for exports of the current view. */
-  restrict(rows) {
-    const s = new ResultSet(this.method);
-    s.parts = this.parts;
-    Object.defineProperty(s, 'rows', { value: rows });
-    return s;
   }
 }
 
@@ -510,6 +513,12 @@ async function parallelFlow(s, abort, progress) {
  */
 async function refresh({ all = false, keepRunning = false, gen = 0, focus = null } = {}) {
   if (!summary) return;
+  if (!keepRunning && !all && shown && !running && sameSettings(settings, shown.settings)) {
+    // Nothing to compute (e.g. a debounced control already applied): just leave any error state.
+    clearError();
+    setState('done');
+    return;
+  }
   if (!keepRunning) {
     gen = ++generation;
     cancelStale(all);
@@ -526,11 +535,15 @@ async function refresh({ all = false, keepRunning = false, gen = 0, focus = null
       await client.fuse({ fusion: s.fusion, heads });
       if (stale()) return;
     }
+    // Big inputs: flow first for the selected layer only (strips and graph appear quickly), then
+    // for every layer (the heatmap), in a second step below.
+    const progressive = !all && summary.numTokens >= PROGRESSIVE_TOKENS && summary.numLayers > 1;
     const results = {};
     for (const method of METHODS) {
       const set = resultSet(method, s);
-      const rows = all ? (set.parts.some((p) => p.rows.length === summary.numTokens) ? [] : 'all')
-        : s.targets.filter((t) => !set.hasRow(t));
+      const staged = progressive && method === 'flow';
+      const rows = all ? (set.parts.some((p) => p.rows.length === summary.numTokens && p.layers.length === summary.numLayers) ? [] : 'all')
+        : s.targets.filter((t) => (staged ? !set.has(s.layer, t) : !set.complete(t, summary.numLayers)));
       if (rows === 'all' || rows.length) {
         const progress = method === 'flow' ? onProgress(all ? 'Flow, every row' : 'Flow') : undefined;
         let r = null;
@@ -539,13 +552,10 @@ async function refresh({ all = false, keepRunning = false, gen = 0, focus = null
           r = await parallelFlow(s, running.abort, progress);
           if (stale()) return;
         }
-        r ??= await client.compute(method, { alpha: s.alpha, layers: 'all', rows, onProgress: progress });
+        r ??= await client.compute(method, { alpha: s.alpha, layers: staged ? [s.layer] : 'all', rows, onProgress: progress });
         if (stale()) return;
-        // A new set, so that the cache and the view on display only change once all is done
-        // (a cancel leaves both exactly as they were).
-        const next = new ResultSet(method);
-        next.parts = rows === 'all' ? [r] : [...set.parts, r];  // all rows supersede single rows
-        results[method] = next;
+        // All rows supersede the single rows.
+        results[method] = rows === 'all' ? new ResultSet(method, [r]) : set.with(r);
       } else {
         results[method] = set;
       }
@@ -571,13 +581,23 @@ async function refresh({ all = false, keepRunning = false, gen = 0, focus = null
       if (stale()) return;
       cutCache.set(ck, b);
     }
-    running = null;
     shown = {
       settings: s, results, sink,
       mixed: Array.from({ length: s.layer }, (_, k) => mixed.get(k + 1)),
       bottleneck: cutCache.get(ck),
     };
     if (!(await draw(gen))) return;
+    const missing = s.targets.filter((t) => !results.flow.complete(t, summary.numLayers));
+    if (missing.length) {
+      busy('Flow for every layer…');
+      const r = await client.compute('flow', { alpha: s.alpha, layers: 'all', rows: missing, onProgress: onProgress('Flow, every layer') });
+      if (stale()) return;
+      results.flow = results.flow.with(r);
+      cache.set(keyOf('flow', s), results.flow);
+      timed('heatmaps', () => drawHeatmaps(view()));
+      drawMeta(view());
+    }
+    running = null;
     clearError();
     setState('done');
     idle(all ? `Done: every row of every layer (${summary.numLayers * summary.numTokens * summary.numTokens} flows)` : 'Ready');
@@ -587,6 +607,11 @@ async function refresh({ all = false, keepRunning = false, gen = 0, focus = null
     running = null;
     fail(error, 'Computation failed');
   }
+}
+
+function sameSettings(a, b) {
+  const key = (x) => JSON.stringify([x.targets, x.layer, x.fusion, x.heads, x.alpha, x.sink]);
+  return key(a) === key(b);
 }
 
 function argmax(a) {
@@ -642,11 +667,16 @@ async function draw(gen = generation) {
   await nextTask();
   if (gen !== generation) return false;
   timed('graph', () => redrawGraph());
-  const hasMeta = timed('meta', () => renderMeta(ui.meta, {
-    tokens: summary.tokens, meta: summary.meta, methods: v.methods, results: shown.results, target, layer: v.layer, scale: v.scale,
-  }));
-  ui.metaPanel.hidden = !hasMeta;
+  timed('meta', () => drawMeta(v));
   return true;
+}
+
+function drawMeta(v) {
+  const hasMeta = renderMeta(ui.meta, {
+    tokens: summary.tokens, meta: summary.meta, methods: v.methods, results: shown.results,
+    target: v.targets[0], layer: v.layer, scale: v.scale, numLayers: summary.numLayers,
+  });
+  ui.metaPanel.hidden = !hasMeta;
 }
 
 function heatmapColumns(count) {
@@ -662,6 +692,7 @@ function drawHeatmaps(v) {
   const shared = v.scale !== 'view';
   ui.heatmaps.replaceChildren(...v.methods.map((method) => h('figure', { class: 'heatmap-fig' }, heatmapSVG({
     tokens: summary.tokens, method, result: shown.results[method], target, layer: v.layer, scale: v.scale, width, legend: !shared,
+    numLayers: summary.numLayers,
   }))));
   ui.heatmapsLegend.replaceChildren(...(shared ? [svg('svg', { width: 300, height: 30, viewBox: '0 0 300 30', 'font-family': FONT, class: 'legend-svg', 'aria-hidden': 'true' },
     legendGroup({ x: 1, y: 4, width: 180, ...legendRange(v.scale, []) }))] : []));
@@ -753,6 +784,7 @@ function exportSVG(which) {
     const { width: hw } = heatmapColumns(v.methods.length);
     const parts = v.methods.map((method) => heatmapSVG({
       tokens: summary.tokens, method, result: shown.results[method], target, layer: v.layer, scale: v.scale, width: Math.max(hw, 300), legend: true,
+      numLayers: summary.numLayers,
     }));
     let x = 0;
     let height = 0;
@@ -797,8 +829,8 @@ function exportResults() {
   const results = {};
   for (const m of METHODS) {
     const set = shown.results[m];
-    const all = set.rows.length === summary.numTokens;
-    results[m] = all ? set : set.restrict(v.targets.slice().sort((a, b) => a - b));
+    const rows = set.rows.length === summary.numTokens ? set.rows : v.targets.slice().sort((a, b) => a - b);
+    results[m] = { method: m, rows, json: set.toJSON(rows) };
   }
   return { source: sourceName, summary, results };
 }

@@ -45,14 +45,17 @@ export async function pngBlob(svgEl, scale = 2) {
   }
 }
 
-/** All results of the current view as one JSON document (each result as the CLI prints it). */
+/**
+ * All results of the current view as one JSON document (each result as the CLI prints it).
+ * `results[method].json` is {method, tokens, layers, rows, options, scores[layer][row][token]}.
+ */
 export function scoresJSON({ source, summary, results }) {
   return JSON.stringify({
     source,
     tokens: summary.tokens,
     numLayers: summary.numLayers,
     numHeads: summary.numHeads,
-    results: Object.values(results).map((r) => r.toJSON()),
+    results: Object.values(results).map((r) => r.json),
   }, null, 1);
 }
 
@@ -61,17 +64,16 @@ const q = (s) => `"${String(s).replace(/"/g, '""')}"`;
 /** Long CSV: one line per (method, layer, target, input token). Strings are always quoted. */
 export function scoresCSV({ summary, results }) {
   const lines = ['method,layer,target,target_token,index,token,score,fusion,heads,alpha'];
-  for (const r of Object.values(results)) {
+  for (const { json: r } of Object.values(results)) {
     const heads = r.options.heads ? r.options.heads.join(' ') : 'all';
-    for (const layer of r.layers) {
-      for (const row of r.rows) {
-        const s = r.scoresFor(layer, row);
-        for (let j = 0; j < s.length; j++) {
-          lines.push([r.method, layer, row, q(summary.tokens[row]), j, q(summary.tokens[j]), String(s[j]),
+    r.layers.forEach((layer, li) => {
+      r.rows.forEach((row, ri) => {
+        r.scores[li][ri].forEach((v, j) => {
+          lines.push([r.method, layer, row, q(summary.tokens[row]), j, q(summary.tokens[j]), String(v),
             r.options.fusion, q(heads), r.method === 'raw' ? '' : r.options.alpha].join(','));
-        }
-      }
-    }
+        });
+      });
+    });
   }
   return `${lines.join('\n')}\n`;
 }

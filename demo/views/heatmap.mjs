@@ -10,11 +10,15 @@ const MAX_RECTS = 1200;  // above this the cells are drawn as one image (fast to
 /**
  * @returns {SVGSVGElement} with data-method; cells carry data-layer / data-index / data-value.
  */
-export function heatmapSVG({ tokens, method, result, target, layer, scale, width = 420, title, legend = true }) {
+export function heatmapSVG({ tokens, method, result, target, layer, scale, width = 420, title, legend = true, numLayers }) {
   const n = tokens.length;
-  const L = result.layers.length;
-  const rows = result.layers.map((l) => result.scoresFor(l, target));
-  const rowScaler = scaler(scale, rows);
+  const layers = Array.from({ length: numLayers ?? Math.max(...result.layers) }, (_, k) => k + 1);
+  const L = layers.length;
+  // Layers not computed yet (big inputs get flow for every layer second) are drawn as pending.
+  const pending = new Float64Array(n).fill(NaN);
+  const rows = layers.map((l) => (result.has(l, target) ? result.scoresFor(l, target) : pending));
+  const ready = rows.filter((r) => r !== pending);
+  const rowScaler = scaler(scale, ready);
   const left = 36;
   const right = 10;
   const top = 30;
@@ -39,11 +43,12 @@ export function heatmapSVG({ tokens, method, result, target, layer, scale, width
   const yOf = (li) => (L - 1 - li) * ch;  // last layer on top, like the flow graph
   if (n * L <= MAX_RECTS) {
     rows.forEach((row, li) => {
+      if (row === pending) return;
       const norm = rowScaler(row);
       row.forEach((v, j) => {
         grid.append(svg('rect', {
           x: j * cw, y: yOf(li), width: cw + 0.02, height: ch + 0.02, fill: color(norm(v)),
-          'data-layer': result.layers[li], 'data-index': j, 'data-value': String(v), class: 'hm-cell',
+          'data-layer': layers[li], 'data-index': j, 'data-value': String(v), class: 'hm-cell',
         }));
       });
     });
@@ -57,7 +62,7 @@ export function heatmapSVG({ tokens, method, result, target, layer, scale, width
       const norm = rowScaler(row);
       const y = L - 1 - li;
       row.forEach((v, j) => {
-        const [r, g, b] = rgb(norm(v));
+        const [r, g, b] = row === pending ? [238, 240, 243] : rgb(norm(v));
         const o = (y * n + j) * 4;
         img.data[o] = r; img.data[o + 1] = g; img.data[o + 2] = b; img.data[o + 3] = 255;
       });
@@ -66,16 +71,25 @@ export function heatmapSVG({ tokens, method, result, target, layer, scale, width
     grid.append(svg('image', {
       href: canvas.toDataURL('image/png'), x: 0, y: 0, width: gridW, height: gridH,
       preserveAspectRatio: 'none', 'image-rendering': 'pixelated', class: 'hm-image',
-      'data-n': n, 'data-layers': result.layers.join(','),
+      'data-n': n, 'data-layers': layers.join(','),
     }));
   }
+  // Pending layers: one grey band with a note.
+  const waiting = layers.filter((l, li) => rows[li] === pending);
+  if (waiting.length) {
+    const top = Math.min(...waiting.map((l) => yOf(l - 1)));
+    const bottomY = Math.max(...waiting.map((l) => yOf(l - 1))) + ch;
+    grid.append(svg('rect', { x: 0, y: top, width: gridW, height: bottomY - top, fill: '#eef0f3' }));
+    grid.append(svg('text', { x: gridW / 2, y: (top + bottomY) / 2 + 4, 'font-size': 11, 'text-anchor': 'middle', fill: '#6b717b' },
+      `computing layers ${Math.min(...waiting)}–${Math.max(...waiting)}…`));
+  }
   // Selected layer and target column.
-  const sel = result.layers.indexOf(layer);
+  const sel = layers.indexOf(layer);
   if (sel >= 0) grid.append(svg('rect', { x: -1, y: yOf(sel) - 1, width: gridW + 2, height: ch + 2, fill: 'none', stroke: '#d55e00', 'stroke-width': 2, 'pointer-events': 'none' }));
   grid.append(svg('path', { d: `M${(target + 0.5) * cw},${gridH + 2} l-4,6 h8 z`, fill: '#d55e00' }));
   // Layer labels.
   const layerEvery = Math.max(1, Math.ceil(11 / ch));
-  result.layers.forEach((l, li) => {
+  layers.forEach((l, li) => {
     if ((L - 1 - li) % layerEvery && li !== sel) return;
     grid.append(svg('text', {
       x: -6, y: yOf(li) + ch / 2 + 3.5, 'font-size': 10, 'text-anchor': 'end',
@@ -93,7 +107,7 @@ export function heatmapSVG({ tokens, method, result, target, layer, scale, width
   });
   root.append(grid);
   if (legend) {
-    const range = legendRange(scale, rows);
+    const range = legendRange(scale, ready);
     root.append(legendGroup({ x: left, y: hgt - 30, width: Math.min(150, Math.max(100, gridW * 0.6)), ...range }));
   }
   return root;
@@ -112,6 +126,7 @@ export function heatmapCellAt(event, result, target) {
     const j = Math.min(n - 1, Math.floor(((event.clientX - box.left) / box.width) * n));
     const yi = Math.min(layers.length - 1, Math.floor(((event.clientY - box.top) / box.height) * layers.length));
     const layer = layers[layers.length - 1 - yi];
+    if (!result.has(layer, target)) return null;
     return { layer, index: j, value: result.scoresFor(layer, target)[j] };
   }
   return null;

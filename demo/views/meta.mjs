@@ -49,7 +49,7 @@ export function spearman(a, b) {
  * Renders into `root` (an element that is replaced wholesale). Returns false when the input has
  * no meta to show.
  */
-export function renderMeta(root, { tokens, meta, methods, results, target, layer, scale }) {
+export function renderMeta(root, { tokens, meta, methods, results, target, layer, scale, numLayers }) {
   const measures = importance(meta, tokens.length);
   const parts = [];
   const facts = [];
@@ -85,9 +85,11 @@ export function renderMeta(root, { tokens, meta, methods, results, target, layer
   if (measures.length) {
     const head = h('tr', {}, [h('th', { scope: 'col' }, 'layer'),
       ...methods.flatMap((meth) => measures.map((m) => h('th', { scope: 'col' }, [h('span', { class: `method-name m-${meth}` }, METHOD_LABEL[meth].replace('Attention ', '').replace(' attention', '')), h('br'), `vs ${m.label.toLowerCase()}`])))]);
-    const body = results[methods[0]].layers.map((l) => h('tr', { class: l === layer ? 'is-layer' : '' }, [
+    const layers = Array.from({ length: numLayers }, (_, k) => k + 1);
+    const body = layers.map((l) => h('tr', { class: l === layer ? 'is-layer' : '' }, [
       h('th', { scope: 'row' }, `L${l}`),
       ...methods.flatMap((meth) => measures.map((m) => {
+        if (!results[meth].has(l, target)) return h('td', {}, '…');
         const rho = spearman(results[meth].scoresFor(l, target), m.values);
         const cell = h('td', { 'data-rho': String(rho) }, Number.isFinite(rho) ? rho.toFixed(2) : '–');
         // A light single-hue scale for rho >= 0 (negative stays white): the table stays readable.
