@@ -67,6 +67,10 @@ export function createStaticServer(root = ROOT) {
       return res.end();
     }
     if (pathname.includes('\0')) return send(res, 400, 'bad request\n');
+    // No dotfiles or dot-directories (.git, .env, ...): only the project's files are served.
+    if (pathname.split('/').some((part) => part.startsWith('.') && part !== '.' && part !== '..')) {
+      return send(res, 403, 'forbidden\n');
+    }
     // Resolve, then refuse anything that is not inside the root (../, encoded %2e%2e, absolute).
     let file = resolve(join(root, pathname));
     if (file !== root && !file.startsWith(root + sep)) return send(res, 403, 'forbidden\n');
