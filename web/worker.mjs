@@ -25,7 +25,6 @@ const PROGRESS_MS = 50;
 
 let data = null;   // AttentionData of the loaded input
 let fused = null;  // FusedAttention for the current fusion settings
-let fusion = { fusion: 'mean', heads: null };
 
 function summarize(d) {
   return {
@@ -41,7 +40,7 @@ function summarize(d) {
 }
 
 async function refuse(options) {
-  fusion = { fusion: options.fusion ?? 'mean', heads: options.heads ?? null };
+  const fusion = { fusion: options.fusion ?? 'mean', heads: options.heads ?? null };
   const next = await FusedAttention.create(data, data.fused ? {} : fusion);
   fused?.dispose();
   fused = next;

@@ -1,0 +1,81 @@
+// AttnflowWorker (web/client.mjs) in Chromium: load, compute, bottleneck, mixedLayer, errors that
+// keep the previous input, cancel (E_CANCELLED, then a fresh worker with the input re-sent) and
+// terminate. Cancel is tested deterministically: cancel() right after compute(), before any answer.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { compute, loadAttention } from 'attnflow';
+import { launch, randomAttention, startServer, toJson } from './helpers.mjs';
+
+let server;
+let browser;
+before(async () => {
+  server = await startServer();
+  browser = await launch();
+});
+after(async () => {
+  await browser?.close();
+  server?.close();
+});
+
+test('AttnflowWorker: results equal the package; errors keep the input; cancel and terminate', { timeout: 60_000 }, async () => {
+  const page = await browser.newPage();
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  await page.goto(`${server.url}`);
+  const L = 3;
+  const H = 2;
+  const n = 10;
+  const tokens = Array.from({ length: n }, (_, i) => `t${i}`);
+  const json = toJson(tokens, randomAttention({ L, H, n, seed: 5 }), L, H);
+  const out = await page.evaluate(async ({ json }) => {
+    const { AttnflowWorker } = await import('/web/client.mjs');
+    const w = new AttnflowWorker();
+    const r = {};
+    r.summary = await w.load(new Blob([json]), { name: 'x.json' });
+    const flow = await w.compute('flow', { layers: 'all', rows: [2], onProgress: () => { r.progress = true; } });
+    r.flow = Array.from(flow.scoresFor(3, 2));
+    r.flowJSON = flow.toJSON();
+    r.bottleneck = await w.bottleneck(3, 2, 4, { alpha: 0.5 });
+    r.mixedLength = (await w.mixedLayer(2, { alpha: 0.7 })).length;
+    await w.fuse({ fusion: 'max', heads: [1] });
+    r.maxRollout = Array.from((await w.compute('rollout', { rows: [0], alpha: 0.3 })).scoresFor(3, 0));
+    // A bad file: rejected with a located error, the previous input (and its fusion) stays loaded.
+    try { await w.load(new Blob(['{"tokens": ["a", "b"], "attentions": [[[[0.5, 0.5], [1]]]]}']), { name: 'bad.json' }); r.badCode = 'loaded'; } catch (e) { r.badCode = e.code; r.badName = e.name; }
+    r.afterBad = Array.from((await w.compute('rollout', { rows: [0], alpha: 0.3 })).scoresFor(3, 0));
+    // Cancel: the pending request rejects with E_CANCELLED; a fresh worker gets the input again.
+    const pending = w.compute('flow', { layers: 'all', rows: 'all' });
+    r.busy = w.busy;
+    r.cancelled = w.cancel();
+    try { await pending; r.pending = 'resolved'; } catch (e) { r.pending = e.code; }
+    r.cancelIdle = w.cancel();
+    r.afterCancel = Array.from((await w.compute('rollout', { rows: [0], alpha: 0.3 })).scoresFor(3, 0));
+    w.terminate();
+    try { await w.compute('raw'); r.terminated = 'resolved'; } catch (e) { r.terminated = e.code; }
+    return r;
+  }, { json });
+
+  assert.deepEqual(out.summary.tokens, tokens);
+  assert.equal(out.summary.numLayers, L);
+  assert.equal(out.summary.numHeads, H);
+  const data = await loadAttention(Buffer.from(json), { name: 'x.json' });
+  const want = (await compute(data, 'flow', { layers: 'all', rows: [2] })).scoresFor(3, 2);
+  out.flow.forEach((v, j) => assert.ok(Math.abs(v - want[j]) <= 1e-12));
+  assert.deepEqual(out.flowJSON.layers, [1, 2, 3]);
+  assert.ok(out.progress, 'progress reported');
+  assert.ok(['sink', 'source', 'inner'].includes(out.bottleneck.kind));
+  assert.ok(Math.abs(out.bottleneck.value - out.bottleneck.cut.reduce((s, e) => s + e.capacity, 0)) < 1e-9, 'cut capacity = flow value');
+  assert.equal(out.mixedLength, n * n);
+  const wantMax = (await compute(data, 'rollout', { rows: [0], alpha: 0.3, fusion: 'max', heads: [1], layers: [3] })).scoresFor(3, 0);
+  out.maxRollout.forEach((v, j) => assert.ok(Math.abs(v - wantMax[j]) <= 1e-12));
+  assert.match(out.badCode, /^E_(INPUT|FORMAT)$/);
+  assert.equal(out.badName, 'AttnflowError');
+  assert.deepEqual(out.afterBad, out.maxRollout);
+  assert.equal(out.busy, true);
+  assert.equal(out.cancelled, true);
+  assert.equal(out.pending, 'E_CANCELLED');
+  assert.equal(out.cancelIdle, false);
+  assert.deepEqual(out.afterCancel, out.maxRollout, 'the restarted worker has the same input and fusion');
+  assert.equal(out.terminated, 'E_CANCELLED');
+  assert.deepEqual(errors, []);
+  await page.close();
+});
