@@ -861,11 +861,38 @@ FlowBottleneck flowBottleneck(const LayerStack& A, int layer, int row, int token
   const int s = layer * n + row;
   FlowBottleneck result;
   result.value = full.graph.flow(s, token);
-  const std::vector<bool> side = full.graph.minCut(s);
-  for (int id = 0; id < full.graph.numEdges(); ++id) {
-    const MaxFlow::Edge e = full.graph.edge(id);
-    if (side[static_cast<std::size_t>(e.from)] && !side[static_cast<std::size_t>(e.to)]) {
-      result.cut.push_back(full.edges[static_cast<std::size_t>(id)]);
+  // The sink side T: nodes that can still reach the sink in the residual graph (arcs with
+  // residual > kEps, the solver's own tolerance). The edges into T from outside are a minimum
+  // cut, and T is the smallest sink side of any minimum cut, so when the sink's own in-edges are
+  // a minimum cut, exactly they are reported (the source-side cut would hide that).
+  const std::vector<MaxFlow::Edge> edges = full.graph.edges();
+  const int numNodes = full.graph.numNodes();
+  std::vector<std::vector<int>> incident(static_cast<std::size_t>(numNodes));
+  for (std::size_t id = 0; id < edges.size(); ++id) {
+    incident[static_cast<std::size_t>(edges[id].from)].push_back(static_cast<int>(id));
+    incident[static_cast<std::size_t>(edges[id].to)].push_back(static_cast<int>(id));
+  }
+  std::vector<char> inT(static_cast<std::size_t>(numNodes), 0);
+  std::vector<int> queue = {token};
+  inT[static_cast<std::size_t>(token)] = 1;
+  for (std::size_t head = 0; head < queue.size(); ++head) {
+    const int v = queue[head];
+    for (int id : incident[static_cast<std::size_t>(v)]) {
+      const MaxFlow::Edge& e = edges[static_cast<std::size_t>(id)];
+      // A residual arc u -> v: the edge u -> v with room left, or the edge v -> u carrying flow.
+      int u = -1;
+      if (e.to == v && e.capacity - e.flow > kEps) u = e.from;
+      if (e.from == v && e.flow > kEps) u = e.to;
+      if (u >= 0 && !inT[static_cast<std::size_t>(u)]) {
+        inT[static_cast<std::size_t>(u)] = 1;
+        queue.push_back(u);
+      }
+    }
+  }
+  for (std::size_t id = 0; id < edges.size(); ++id) {
+    const MaxFlow::Edge& e = edges[id];
+    if (!inT[static_cast<std::size_t>(e.from)] && inT[static_cast<std::size_t>(e.to)]) {
+      result.cut.push_back(full.edges[id]);
     }
   }
   return result;

@@ -41,8 +41,12 @@ struct LayerEdge {
   double capacity;
 };
 
-/// A minimum cut separating (layer, row) from (0, token): the saturated edges whose total
-/// capacity equals the flow value. Lets a user see where the bottleneck of a score sits.
+/// A minimum cut separating (layer, row) from (0, token): saturated edges whose total capacity
+/// equals the flow value. Lets a user see where the bottleneck of a score sits. Of all minimum
+/// cuts it is the one nearest the SINK (its sink side, the nodes that can still reach (0, token)
+/// in the residual graph of a maximum flow, is the smallest possible), so whenever the token's
+/// own layer-1 in-edges form a minimum cut, exactly those edges are reported: the score is then
+/// decided by the token's in-edges, not by the layers above. Edges of capacity 0 never appear.
 struct FlowBottleneck {
   double value;
   std::vector<LayerEdge> cut;

@@ -215,6 +215,91 @@ TEST_CASE("attention flow: the bottleneck cut's capacity equals the flow") {
   CHECK(b.cut[0].to == 0);
 }
 
+TEST_CASE("attention flow: the bottleneck is the minimum cut nearest the sink") {
+  // Both the source's out-edges and the sink's in-edges are minimum cuts (capacity 1 each): the
+  // sink's in-edges must be reported.
+  const Matrix half = Matrix::Constant(2, 2, 0.5);
+  const attnflow::FlowBottleneck both = attnflow::flowBottleneck({half, half}, 2, 0, 1);
+  CHECK(both.value == doctest::Approx(1.0));
+  REQUIRE(both.cut.size() == 2);
+  for (const attnflow::LayerEdge& e : both.cut) {
+    CHECK(e.layer == 1);
+    CHECK(e.to == 1);
+  }
+  // Only the source cut is minimal when the sink could take more.
+  Matrix first(2, 2);
+  first << 0.4, 0.6, 0.1, 0.9;
+  const attnflow::FlowBottleneck src = attnflow::flowBottleneck({first, half}, 2, 1, 1);
+  CHECK(src.value == doctest::Approx(1.0));
+  REQUIRE(src.cut.size() == 2);
+  for (const attnflow::LayerEdge& e : src.cut) {
+    CHECK(e.layer == 2);
+    CHECK(e.from == 1);
+  }
+  // A middle bottleneck: source (3, 0) -> (2, 0) only; (2, 0) -> (1, *) thin; sink fat.
+  Matrix top = Matrix::Zero(2, 2), mid(2, 2), bottom = Matrix::Constant(2, 2, 0.5);
+  top << 1.0, 0.0, 0.0, 1.0;
+  mid << 0.3, 0.3, 0.5, 0.5;
+  const attnflow::FlowBottleneck inner = attnflow::flowBottleneck({bottom, mid, top}, 3, 0, 0);
+  CHECK(inner.value == doctest::Approx(0.6));
+  REQUIRE(inner.cut.size() == 2);
+  for (const attnflow::LayerEdge& e : inner.cut) {
+    CHECK(e.layer == 2);
+    CHECK(e.from == 0);
+  }
+  // Random graphs: whenever the token's layer-1 in-edges are a minimum cut, exactly they are
+  // reported; every reported cut separates and has the flow's capacity.
+  std::mt19937 gen(77);
+  int sinkCases = 0;
+  for (int it = 0; it < 400; ++it) {
+    const int n = 1 + it % 7;
+    const int layers = 1 + it % 4;
+    const LayerStack A = randomStack(gen, layers, n, static_cast<Kind>(it % kNumKinds));
+    const int layer = 1 + (it / 4) % layers;
+    const int row = (it / 2) % n;
+    const int token = (it / 3) % n;
+    const attnflow::FlowBottleneck b = attnflow::flowBottleneck(A, layer, row, token);
+    double inCap = 0.0;
+    for (int m = 0; m < n; ++m) inCap += A[0](m, token);
+    double capacity = 0.0;
+    bool allSink = true;
+    for (const attnflow::LayerEdge& e : b.cut) {
+      capacity += e.capacity;
+      allSink = allSink && e.layer == 1 && e.to == token;
+    }
+    CHECK(std::abs(capacity - b.value) <= 1e-9);
+    if (std::abs(inCap - b.value) <= 1e-13) {
+      ++sinkCases;
+      CHECK(allSink);
+      CHECK(b.cut.size() == static_cast<std::size_t>((A[0].col(token).array() > 0.0).count()));
+    }
+    // Removing the cut disconnects the source from the token.
+    std::vector<char> seen(static_cast<std::size_t>((layer + 1) * n), 0);
+    std::vector<int> stack = {layer * n + row};
+    seen[static_cast<std::size_t>(stack[0])] = 1;
+    while (!stack.empty()) {
+      const int v = stack.back();
+      stack.pop_back();
+      const int l = v / n, i = v % n;
+      if (l == 0) continue;
+      for (int k = 0; k < n; ++k) {
+        if (A[static_cast<std::size_t>(l - 1)](i, k) <= 0.0) continue;
+        bool cut = false;
+        for (const attnflow::LayerEdge& e : b.cut) {
+          cut = cut || (e.layer == l && e.from == i && e.to == k);
+        }
+        const int w = (l - 1) * n + k;
+        if (!cut && !seen[static_cast<std::size_t>(w)]) {
+          seen[static_cast<std::size_t>(w)] = 1;
+          stack.push_back(w);
+        }
+      }
+    }
+    CHECK(!seen[static_cast<std::size_t>(token)]);
+  }
+  CHECK(sinkCases >= 20);
+}
+
 TEST_CASE("attention flow: progress is reported and cancellation throws Cancelled") {
   std::mt19937 gen(8);
   const LayerStack A = randomStack(gen, 4, 6, kSoftmax);
