@@ -17,5 +17,8 @@ ctest --test-dir build/asan --output-on-failure
 echo "== WebAssembly module"
 bash scripts/build.sh
 
+echo "== type declarations (tsc on an example of the public API)"
+npx tsc -p tests/types/tsconfig.json
+
 echo "== package (Node) and page (Chromium)"
 node --test tests/js/*.test.mjs tests/browser/*.test.mjs

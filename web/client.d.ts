@@ -2,7 +2,7 @@
 // promises, progress and cancel. Same conventions as index.d.ts: layers 1-based; heads, rows and
 // token indices 0-based; scores float64.
 import type {
-  AttnflowError, Bottleneck, ComputeOptions, Fusion, FusionOptions, LoadOptions, Method, ResolvedOptions,
+  AttnflowError, Bottleneck, ComputeOptions, Fusion, FusionOptions, LoadOptions, Method, Result,
 } from './index.js';
 
 export { AttnflowError } from './index.js';
@@ -21,24 +21,8 @@ export interface LoadSummary {
   meta?: Record<string, unknown>;
 }
 
-/** Scores computed in the worker: the same fields and helpers as the package's Result. */
-export class WorkerResult {
-  readonly method: Method;
-  readonly tokens: string[];
-  readonly layers: number[];
-  readonly rows: number[];
-  readonly numTokens: number;
-  readonly options: ResolvedOptions;
-  /** Flat [layers.length][rows.length][numTokens]. */
-  readonly scores: Float64Array;
-  /** True when (1-based layer, 0-based row) is in this result. */
-  has(layer: number, row: number): boolean;
-  scoresFor(layer: number, row: number): Float64Array;
-  toJSON(): {
-    method: Method; tokens: string[]; layers: number[]; rows: number[];
-    options: ResolvedOptions; scores: number[][][];
-  };
-}
+/** Scores computed in the worker: the package's Result, unchanged. */
+export type WorkerResult = Result;
 
 export interface WorkerComputeOptions extends Omit<ComputeOptions, 'onProgress' | keyof FusionOptions> {
   /** Flow only: progress reports from the worker, at most every 50 ms. Use cancel() to stop. */

@@ -16,6 +16,7 @@
 // File is only a handle: no bytes are read or copied on the main thread), so a restart re-reads it
 // inside the new worker. Requests are answered in the order they were made.
 import { AttnflowError } from './errors.mjs';
+import { Result } from './result.mjs';
 
 export { AttnflowError } from './errors.mjs';
 
@@ -26,38 +27,6 @@ function toError(code, message) {
   const error = new Error(message);
   error.name = 'AttnflowWorkerError';
   return error;
-}
-
-/** Scores computed in the worker, with the same shape and helpers as the package's Result. */
-export class WorkerResult {
-  constructor(value, tokens) {
-    this.method = value.method;
-    this.tokens = tokens;
-    this.layers = value.layers;
-    this.rows = value.rows;
-    this.numTokens = value.numTokens;
-    this.options = value.options;
-    this.scores = value.scores;
-    Object.freeze(this);
-  }
-
-  has(layer, row) {
-    return this.layers.includes(layer) && this.rows.includes(row);
-  }
-
-  scoresFor(layer, row) {
-    const l = this.layers.indexOf(layer);
-    const r = this.rows.indexOf(row);
-    if (l < 0 || r < 0) throw new AttnflowError('E_OPTION', `layer ${layer}, row ${row} is not in this result`);
-    const start = (l * this.rows.length + r) * this.numTokens;
-    return this.scores.subarray(start, start + this.numTokens);
-  }
-
-  toJSON() {
-    const scores = this.layers.map((layer) => this.rows.map((row) => Array.from(this.scoresFor(layer, row))));
-    const { method, tokens, layers, rows, options } = this;
-    return { method, tokens, layers, rows, options, scores };
-  }
 }
 
 export class AttnflowWorker {
@@ -162,7 +131,7 @@ export class AttnflowWorker {
   async compute(method, options = {}) {
     const { onProgress, ...rest } = options;
     const value = await this.#post({ type: 'compute', method, options: rest }, { onProgress });
-    return new WorkerResult(value, this.#summary?.tokens ?? []);
+    return new Result({ ...value, tokens: this.#summary?.tokens ?? [] });
   }
 
   /** The minimum cut of the flow from (layer, row) to input token `token`. */

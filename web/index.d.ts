@@ -113,6 +113,8 @@ export interface Result {
   readonly options: ResolvedOptions;
   /** Flat [layers.length][rows.length][numTokens]. */
   readonly scores: Float64Array;
+  /** True when (1-based layer, 0-based row) is in this result. */
+  has(layer: number, row: number): boolean;
   /** The numTokens scores of target `row` at 1-based `layer` (both must be in the result). */
   scoresFor(layer: number, row: number): Float64Array;
   /** {method, tokens, layers, rows, options, scores: number[][][]}: the CLI's output. */

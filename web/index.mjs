@@ -3,6 +3,7 @@
 import { AttnflowError, fail } from './errors.mjs';
 import { call, loadModule, readDoubles, withAllocation, withInts } from './engine.mjs';
 import { resolveCompute, resolveFusion } from './options.mjs';
+import { Result } from './result.mjs';
 
 export { AttnflowError } from './errors.mjs';
 export { loadAttention } from './loaders/index.mjs';
@@ -14,36 +15,6 @@ const HEAP_LIMIT_BYTES = 3.5 * 2 ** 30;
 /** Loads and compiles the WebAssembly module once; later calls return the same promise. */
 export async function init() {
   await loadModule();
-}
-
-/** Scores with their own description: what was computed, for which layers and rows. */
-class Result {
-  constructor({ method, tokens, layers, rows, options, scores }) {
-    this.method = method;
-    this.tokens = tokens;
-    this.layers = layers;
-    this.rows = rows;
-    this.numTokens = tokens.length;
-    this.options = options;
-    this.scores = scores;
-    Object.freeze(this);
-  }
-
-  scoresFor(layer, row) {
-    const l = this.layers.indexOf(layer);
-    const r = this.rows.indexOf(row);
-    if (l < 0 || r < 0) {
-      fail('E_OPTION', `layer ${layer}, row ${row} is not in this result (layers ${this.layers.join(',')}; rows ${this.rows.length > 10 ? `${this.rows.length} rows` : this.rows.join(',')})`);
-    }
-    const start = (l * this.rows.length + r) * this.numTokens;
-    return this.scores.subarray(start, start + this.numTokens);
-  }
-
-  toJSON() {
-    const scores = this.layers.map((layer) => this.rows.map((row) => Array.from(this.scoresFor(layer, row))));
-    const { method, tokens, layers, rows, options } = this;
-    return { method, tokens, layers, rows, options, scores };
-  }
 }
 
 function bottleneckKind(cut, layer, row, token) {

@@ -1,0 +1,25 @@
+// Compiled with `tsc --noEmit` by the test script: the .d.ts files must describe a usable API.
+import { AttnflowError, FusedAttention, compute, init, loadAttention } from 'attnflow';
+import type { Bottleneck, Result } from 'attnflow';
+import { AttnflowWorker } from 'attnflow/client';
+import type { WorkerResult } from 'attnflow/client';
+
+export async function usage(bytes: Uint8Array): Promise<number> {
+  await init();
+  const data = await loadAttention(bytes, { name: 'x.npy', batch: 0 });
+  const flow: Result = await compute(data, 'flow', { rows: [0], layers: 'last', alpha: 0.5 });
+  const fused = await FusedAttention.create(data, { fusion: 'max', heads: [0, 2] });
+  const rollout = fused.compute('rollout', { layers: 'all', onProgress: (done, total) => done < total });
+  const cut: Bottleneck = fused.bottleneck(fused.numLayers, 0, 1, { alpha: 1 });
+  const mixed: Float64Array = fused.mixedLayer(1);
+  fused.dispose();
+  const worker = new AttnflowWorker();
+  const remote: WorkerResult = await worker.compute('raw', { rows: 'all' });
+  worker.terminate();
+  try {
+    return flow.scoresFor(flow.layers[0], 0)[0] + rollout.scores[0] + cut.value + mixed[0] + remote.numTokens;
+  } catch (error) {
+    if (error instanceof AttnflowError && error.code === 'E_OPTION') return -1;
+    throw error;
+  }
+}
