@@ -37,6 +37,7 @@ const { values: argv } = parseArgs({
     only: { type: 'string' },
     'no-big': { type: 'boolean' },
     'no-native': { type: 'boolean' },
+    from: { type: 'string' },
     help: { type: 'boolean', short: 'h' },
   },
 });
@@ -46,7 +47,8 @@ if (argv.help) {
   --quick      no networkx, 1 s budgets for the other peers (about 2-3 minutes)
   --only       run only these case ids (see the table's first column)
   --no-big     skip the BERT-large (~400 MB .npy) case and the rollout cases that use it
-  --no-native  skip the native C++ benchmark\n`);
+  --no-native  skip the native C++ benchmark
+  --from F     print the table of an earlier --json run saved in file F (runs nothing)\n`);
   process.exit(0);
 }
 const QUICK = Boolean(argv.quick);
@@ -79,6 +81,12 @@ for (const base of BASE_FLOW_CASES) {
 }
 if (QUICK) for (const c of FLOW_CASES) if (c.networkx && !c.networkx.budget) c.networkx = null;
 for (const c of FLOW_CASES) if (c.networkx?.budget && QUICK) c.networkx = { budget: 2 };
+
+/** Flow cases in FLOW_CASES order, then the rest (rollout, CLI) in the order they ran. */
+function byCaseOrder(a, b) {
+  const rank = (r) => { const k = FLOW_CASES.findIndex((c) => c.id === r.case); return k < 0 ? FLOW_CASES.length : k; };
+  return rank(a) - rank(b);
+}
 
 const selected = (id) => !ONLY || ONLY.has(id);
 
@@ -364,7 +372,8 @@ async function bigCase() {
   current = null;
   for (const [id, args] of [
     ['big-cli-flow-row', ['flow', path, '--rows', '0', '--timing']],
-    ['big-cli-flow-row-2workers', ['flow', path, '--rows', '0,1,2,3', '--workers', '2', '--timing']],
+    ['big-cli-flow-8rows', ['flow', path, '--rows', '0,1,2,3,4,5,6,7', '--timing']],
+    ['big-cli-flow-8rows-2workers', ['flow', path, '--rows', '0,1,2,3,4,5,6,7', '--workers', '2', '--timing']],
   ]) {
     if (!selected(id)) continue;
     log(`${id}: attnflow CLI on ${(statSync(path).size / 2 ** 20).toFixed(0)} MB .npy`);
@@ -413,7 +422,7 @@ function table(info) {
   const lines = [];
   lines.push(`machine: ${info.nproc} CPUs (${info.cpu}), ${info.memory_gb} GB, Node ${info.node}, Emscripten ${info.emscripten}, scipy ${info.scipy}, networkx ${info.networkx}`);
   lines.push('');
-  const head = ['case', 'attnflow WASM', 'target', 'met', '2 workers (speedup)', 'native (WASM/native)', 'plain JS Dinic', 'scipy Dinic', 'networkx (authors)', 'max |diff| JS / scipy'];
+  const head = ['case', 'attnflow WASM', 'target', 'met', '2 workers (speedup)', 'native (WASM/native)', 'plain JS Dinic | naive JS', 'scipy Dinic | numpy', 'networkx (authors)', 'max |diff| JS / scipy'];
   const rows = [head];
   const cases = [...new Set(records.filter((r) => r.impl === 'attnflow-wasm').map((r) => r.case))];
   for (const id of cases) {
@@ -421,7 +430,8 @@ function table(info) {
     const wasm = get('attnflow-wasm');
     const par = get('attnflow-wasm-2workers');
     const nat = get('attnflow-native');
-    const peer = (r) => (r ? (r.seconds === null ? 'failed' : `${r.estimate ? 'est. ' : ''}${fmt(r.seconds)} (${ratio(r.ratio)})${r.estimate ? ` [${r.pairs_measured} pairs]` : ''}`) : '-');
+    const sample = (r) => (r.pairs_measured ? ` [${r.pairs_measured} pairs]` : ` [${r.note}]`);
+    const peer = (r) => (r ? (r.seconds === null ? 'failed' : `${r.estimate ? 'est. ' : ''}${fmt(r.seconds)} (${ratio(r.ratio)})${r.estimate ? sample(r) : ''}`) : '-');
     let target = wasm.target_seconds ? `<= ${fmt(wasm.target_seconds)}` : '';
     let met = wasm.met === undefined ? '' : wasm.met ? 'yes' : 'NO';
     const baseId = FLOW_CASES.find((c) => c.id === id)?.base;
@@ -457,7 +467,7 @@ function table(info) {
         : `${r.case}: ${r.what}: load ${fmt(r.load_seconds)}, compute ${fmt(r.seconds)}, wall ${fmt(r.wall_seconds)}, peak RSS ${r.peak_rss_mb?.toFixed(0)} MB`);
     }
   }
-  const notes = records.filter((r) => r.note && r.impl !== 'attnflow-cli');
+  const notes = records.filter((r) => r.note && r.impl !== 'attnflow-cli' && r.impl !== 'naive-js');
   if (notes.length) {
     lines.push('');
     for (const r of notes) lines.push(`note: ${r.case} / ${r.impl}: ${r.note}`);
@@ -467,6 +477,15 @@ function table(info) {
 
 // ---------------------------------------------------------------- main
 async function main() {
+  if (argv.from) {
+    const lines = readFileSync(argv.from, 'utf8').trim().split('\n').map((line) => JSON.parse(line));
+    const info = lines.find((r) => r.case === 'machine');
+    const total = lines.find((r) => r.case === 'total');
+    records.push(...lines.filter((r) => r.impl));
+    records.sort(byCaseOrder);
+    process.stdout.write(`${table(info)}\n\nwhole run: ${total ? total.seconds.toFixed(0) : '?'} s\n`);
+    return;
+  }
   if (!existsSync(join(ROOT, 'web', 'wasm', 'attnflow_wasm.wasm'))) {
     throw new Error('web/wasm/attnflow_wasm.wasm is missing: run `npm run build` first');
   }
@@ -480,7 +499,7 @@ async function main() {
   const order = [...FLOW_CASES].sort((a, b) => inputPath(a.shape, a.causal).localeCompare(inputPath(b.shape, b.causal)));
   for (const c of order) if (selected(c.id)) await flowCase(c, native);
   // Put the result records back in the order of FLOW_CASES for the table.
-  records.sort((a, b) => FLOW_CASES.findIndex((c) => c.id === a.case) - FLOW_CASES.findIndex((c) => c.id === b.case));
+  records.sort(byCaseOrder);
   if (!argv['no-big']) {
     if (selected('rollout-all-L24-n512') || selected('rollout-row-L24-n512')) await rolloutCases();
     await bigCase();

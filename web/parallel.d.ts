@@ -35,9 +35,9 @@ export interface ParallelComputeOptions extends ComputeOptions {
 
 /**
  * A pool of workers that each loaded the input and fused its heads once; compute many times,
- * then close(). Flow work is split by layers (whole layers per task, deepest first, to the
- * next idle worker) when at least `workers` layers are asked for, else by rows (round-robin);
- * raw and rollout run whole on one worker. Computations on one pool run one after another.
+ * then close(). Flow work is split by rows (round-robin, one share per worker, every requested
+ * layer in each share); a single row over several layers is split by layers. Raw and rollout run
+ * whole on one worker. Computations on one pool run one after another.
  */
 export class ParallelAttention {
   /** Rejects with the loader's AttnflowError (same code and message) for a bad input. */

@@ -35,23 +35,28 @@ function assertBitwiseEqual(actual, expected) {
   assert.equal(JSON.stringify(actual), JSON.stringify(expected));
 }
 
-test('flow split by layers equals single-threaded compute bitwise', async () => {
-  const bytes = syntheticNpy(SMALL);
-  for (const options of [
-    { layers: 'all', normalize: false },
-    { layers: [2, 5, 3], rows: [11, 0, 4], alpha: 1 },
-    { layers: 'all', fusion: 'max', heads: [0, 2] },
-  ]) {
-    const expected = await single(bytes, 'flow', options);
-    const actual = await computeParallel({ bytes, name: 'x.npy' }, 'flow', { ...options, workers: 2 });
-    assertBitwiseEqual(actual, expected);
+test('flow over several layers (rows split) equals single-threaded compute bitwise', async () => {
+  for (const shape of [SMALL, CAUSAL]) {
+    const bytes = syntheticNpy(shape);
+    for (const options of [
+      { layers: 'all', normalize: false },
+      { layers: [2, 4, 3], rows: [9, 0, 4], alpha: 1 },
+      { layers: 'all', fusion: 'max', heads: [0, 1] },
+      { layers: 'all', rows: [shape.tokens - 1] },  // one row: split by layers
+    ]) {
+      const expected = await single(bytes, 'flow', options);
+      for (const workers of [2, 3]) {
+        const actual = await computeParallel({ bytes, name: 'x.npy' }, 'flow', { ...options, workers });
+        assertBitwiseEqual(actual, expected);
+      }
+    }
   }
 });
 
-test('flow split by rows (one layer) equals single-threaded compute bitwise, also causal', async () => {
+test('flow of one layer (rows split) equals single-threaded compute bitwise, also causal', async () => {
   for (const shape of [SMALL, CAUSAL]) {
     const bytes = syntheticNpy(shape);
-    for (const options of [{}, { rows: [3, 1, 2], normalize: false }, { layers: [2], alpha: 0.2 }]) {
+    for (const options of [{}, { rows: [3, 1, 2], normalize: false }, { layers: [2], alpha: 0.2 }, { rows: [5] }]) {
       const expected = await single(bytes, 'flow', options);
       for (const workers of [1, 2, 3]) {
         const actual = await computeParallel({ bytes: bytes.buffer }, 'flow', { ...options, workers });
