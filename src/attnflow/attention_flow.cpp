@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -106,33 +107,34 @@ class LayeredFlow {
  public:
   LayeredFlow(int n, std::vector<const double*> mats)
       : n_(n), depth_(static_cast<int>(mats.size()) + 1), mats_(std::move(mats)),
-        words_((n + 63) / 64) {
+        words_((n + 63) / 64), layerWords_(depth_ * words_) {
     const std::size_t nn = uz(n_) * uz(n_);
     flow_.assign(mats_.size() * nn, 0.0);
     fs_.assign(uz(n_), 0.0);
     ft_.assign(uz(n_), 0.0);
     numNodes_ = depth_ * n_ + 2;
-    level_.assign(uz(numNodes_), 0);
     cur_.assign(uz(numNodes_), 0);
+    frames_.resize(uz(numNodes_) + 1);
     excess_.assign(uz(n_), 0.0);
     isTouched_.assign(uz(numNodes_), 0);
-    nextLive_.assign(uz(depth_) * uz(n_ + 1), 0);
     excessNext_.assign(uz(n_), 0.0);
     inCap_.assign(uz(n_), 0.0);
-    queue_.reserve(uz(numNodes_));
     // Positive-capacity adjacency as bitsets, for cheap reachability.
     adjacency_.assign(mats_.size() * uz(n_) * uz(words_), 0);
     for (std::size_t t = 0; t < mats_.size(); ++t) {
       for (int i = 0; i < n_; ++i) {
         const double* row = mats_[t] + uz(i) * uz(n_);
-        std::uint64_t* bits = adjacencyRow(static_cast<int>(t), i);
+        std::uint64_t* bits = adjacency_.data() + (t * uz(n_) + uz(i)) * uz(words_);
         for (int k = 0; k < n_; ++k) {
           if (row[k] > kEps) bits[k / 64] |= std::uint64_t{1} << (k % 64);
         }
       }
     }
-    coreach_.assign(uz(depth_) * uz(words_), 0);
-    reach_.assign(uz(depth_) * uz(words_), 0);
+    residual_ = adjacency_;
+    up_.assign(adjacency_.size(), 0);
+    coreach_.assign(uz(layerWords_), 0);
+    reach_.assign(uz(layerWords_), 0);
+    visited_.assign(uz(layerWords_), 0);
   }
 
   /// Fixes the source capacities and clears the flow. Computes which nodes S can reach at all
@@ -143,9 +145,12 @@ class LayeredFlow {
     // than the solves on inputs where the certificate decides most pairs).
     for (int v : touched_) {
       std::fill_n(flow_.data() + uz(v) * uz(n_), uz(n_), 0.0);
+      std::copy_n(adjacency_.data() + uz(v) * uz(words_), uz(words_),
+                  residual_.data() + uz(v) * uz(words_));
       isTouched_[uz(v)] = 0;
     }
     touched_.clear();
+    std::fill(up_.begin(), up_.end(), 0);
     std::fill(fs_.begin(), fs_.end(), 0.0);
     std::fill(ft_.begin(), ft_.end(), 0.0);
     std::fill(reach_.begin(), reach_.end(), 0);
@@ -188,38 +193,6 @@ class LayeredFlow {
     return std::min(sum, sourceCap_);
   }
 
-  /// A second cut bound: the source arcs into layer-0 nodes that can reach T at all.
-  double coreachBound(const double* c) {
-    std::uint64_t* bottom = coreachLayer(depth_ - 1);
-    const std::uint64_t* reachable = reachLayer(depth_ - 1);
-    std::fill(bottom, bottom + words_, 0);
-    for (int k = 0; k < n_; ++k) {
-      if (c[k] > kEps && test(reachable, k)) bottom[k / 64] |= std::uint64_t{1} << (k % 64);
-    }
-    for (int t = depth_ - 2; t >= 0; --t) {
-      const std::uint64_t* below = coreachLayer(t + 1);
-      std::uint64_t* here = coreachLayer(t);
-      const std::uint64_t* r = reachLayer(t);
-      std::fill(here, here + words_, 0);
-      for (int i = 0; i < n_; ++i) {
-        if (!test(r, i)) continue;
-        const std::uint64_t* bits = adjacencyRow(t, i);
-        for (int w = 0; w < words_; ++w) {
-          if (bits[w] & below[w]) {
-            here[i / 64] |= std::uint64_t{1} << (i % 64);
-            break;
-          }
-        }
-      }
-    }
-    const std::uint64_t* top = coreachLayer(0);
-    double sum = 0.0;
-    for (int k = 0; k < n_; ++k) {
-      if (test(top, k)) sum += s_[k];
-    }
-    return sum;
-  }
-
   /// The maximum flow with leaf capacities c, continuing from the previous call's flow.
   /// `bound` must be the capacity of some S-T cut (e.g. upperBound(c)); the search stops when
   /// the flow meets it.
@@ -233,7 +206,8 @@ class LayeredFlow {
     STAT(0);
     if (value >= bound - kMetTol) return bound;
     // Phase 1: the layers themselves are a level graph (downward arcs only), so no BFS.
-    value += pushDown(bound - value);
+    downwardLevels();
+    value += blockingFlow(bound - value);
     STAT(1);
     if (value >= bound - kMetTol) return bound;
     for (;;) {
@@ -251,15 +225,44 @@ class LayeredFlow {
   }
 
  private:
+  struct Frame {
+    int node;
+    int level;
+    double remaining;  // what the parent still wants from this node
+    double pushed;     // what this node has passed on so far
+  };
+
   static std::size_t uz(int v) { return static_cast<std::size_t>(v); }
   static bool test(const std::uint64_t* bits, int k) { return (bits[k / 64] >> (k % 64)) & 1u; }
-  std::uint64_t* adjacencyRow(int t, int i) {
-    return adjacency_.data() + (uz(t) * uz(n_) + uz(i)) * uz(words_);
+  static void set(std::uint64_t* bits, int k) { bits[k / 64] |= std::uint64_t{1} << (k % 64); }
+  static void clear(std::uint64_t* bits, int k) { bits[k / 64] &= ~(std::uint64_t{1} << (k % 64)); }
+  // The first k >= from with bit k set in both a and b, or n_ if none.
+  int firstBoth(const std::uint64_t* a, const std::uint64_t* b, int from) const {
+    if (from >= n_) return n_;
+    int w = from / 64;
+    std::uint64_t m = a[w] & b[w] & (~std::uint64_t{0} << (from % 64));
+    while (m == 0) {
+      if (++w >= words_) return n_;
+      m = a[w] & b[w];
+    }
+    return w * 64 + __builtin_ctzll(m);
   }
+  std::size_t rowIndex(int t, int i) const { return (uz(t) * uz(n_) + uz(i)) * uz(words_); }
+  std::uint64_t* adjacencyRow(int t, int i) { return adjacency_.data() + rowIndex(t, i); }
+  // Arcs (t, i) -> (t+1, k) with residual capacity > kEps.
+  std::uint64_t* residualRow(int t, int i) { return residual_.data() + rowIndex(t, i); }
+  // Arcs (t, p) -> (t+1, k) carrying flow > kEps, by k: bit p of upRow(t, k).
+  std::uint64_t* upRow(int t, int k) { return up_.data() + rowIndex(t, k); }
   std::uint64_t* coreachLayer(int t) { return coreach_.data() + uz(t) * uz(words_); }
   const std::uint64_t* coreachLayer(int t) const { return coreach_.data() + uz(t) * uz(words_); }
   std::uint64_t* reachLayer(int t) { return reach_.data() + uz(t) * uz(words_); }
   const std::uint64_t* reachLayer(int t) const { return reach_.data() + uz(t) * uz(words_); }
+  // Live nodes of each layer at one level (level 0 is S, level levelT_ is T).
+  std::uint64_t* levelSet(int level) { return levels_.data() + uz(level) * uz(layerWords_); }
+  void ensureLevels(int level) {
+    const std::size_t need = (uz(level) + 1) * uz(layerWords_);
+    if (levels_.size() < need) levels_.resize(need, 0);
+  }
   int sNode() const { return depth_ * n_; }
   int tNode() const { return depth_ * n_ + 1; }
   double* flowMat(int t) { return flow_.data() + uz(t) * uz(n_) * uz(n_); }
@@ -269,7 +272,52 @@ class LayeredFlow {
       touched_.push_back(v);
     }
   }
-  bool coreaches(int v) const { return test(coreachLayer(v / n_), v % n_); }
+
+  // Keeps the two bitsets of arc (t, i) -> (t+1, k) in step with its flow f.
+  void syncArc(int t, int i, int k, double f) {
+    if (mats_[uz(t)][uz(i) * uz(n_) + uz(k)] - f > kEps) {
+      set(residualRow(t, i), k);
+    } else {
+      clear(residualRow(t, i), k);
+    }
+    if (f > kEps) {
+      set(upRow(t, k), i);
+    } else {
+      clear(upRow(t, k), i);
+    }
+  }
+
+  /// A second cut bound: the source arcs into layer-0 nodes that can reach T at all.
+  double coreachBound(const double* c) {
+    std::uint64_t* bottom = coreachLayer(depth_ - 1);
+    const std::uint64_t* reachable = reachLayer(depth_ - 1);
+    std::fill(bottom, bottom + words_, 0);
+    for (int k = 0; k < n_; ++k) {
+      if (c[k] > kEps && test(reachable, k)) set(bottom, k);
+    }
+    for (int t = depth_ - 2; t >= 0; --t) {
+      const std::uint64_t* below = coreachLayer(t + 1);
+      std::uint64_t* here = coreachLayer(t);
+      const std::uint64_t* r = reachLayer(t);
+      std::fill(here, here + words_, 0);
+      for (int i = 0; i < n_; ++i) {
+        if (!test(r, i)) continue;
+        const std::uint64_t* bits = adjacencyRow(t, i);
+        for (int w = 0; w < words_; ++w) {
+          if (bits[w] & below[w]) {
+            set(here, i);
+            break;
+          }
+        }
+      }
+    }
+    const std::uint64_t* top = coreachLayer(0);
+    double sum = 0.0;
+    for (int k = 0; k < n_; ++k) {
+      if (test(top, k)) sum += s_[k];
+    }
+    return sum;
+  }
 
   double currentValue() const {
     double v = 0.0;
@@ -299,6 +347,22 @@ class LayeredFlow {
       for (int i = 0; i < n_; ++i) {
         double e = excess_[uz(i)];
         if (e <= 0.0) continue;
+        // Parents with flow > kEps first (a bitset walk); flows at or below kEps only if that
+        // was not enough, so the excess is always cancelled in full.
+        const std::uint64_t* parents = upRow(t - 1, i);
+        for (int w = 0; w < words_ && e > 0.0; ++w) {
+          std::uint64_t bits = parents[w];
+          while (bits != 0 && e > 0.0) {
+            const int p = w * 64 + __builtin_ctzll(bits);
+            bits &= bits - 1;
+            double& fp = f[uz(p) * uz(n_) + uz(i)];
+            const double x = std::min(fp, e);
+            fp -= x;
+            e -= x;
+            excessNext_[uz(p)] += x;
+            syncArc(t - 1, p, i, fp);
+          }
+        }
         for (int p = 0; p < n_ && e > 0.0; ++p) {
           double& fp = f[uz(p) * uz(n_) + uz(i)];
           if (fp <= 0.0) continue;
@@ -306,6 +370,7 @@ class LayeredFlow {
           fp -= x;
           e -= x;
           excessNext_[uz(p)] += x;
+          syncArc(t - 1, p, i, fp);
         }
       }
       excess_.swap(excessNext_);
@@ -313,127 +378,134 @@ class LayeredFlow {
     for (int k = 0; k < n_; ++k) fs_[uz(k)] = std::max(0.0, fs_[uz(k)] - excess_[uz(k)]);
   }
 
-  // Phase 1: a blocking flow on the layers as levels (downward arcs only), at most `want`.
-  // Iterative DFS with current-arc pointers that pushes a budget down and splits it over
-  // children; a node that cannot pass on its whole budget is dead for the phase. Dead nodes are
-  // skipped with a "next live node" union-find per layer (path halving), so a parent scanning
-  // for one of the few bottom nodes with room left does not step over all n children.
-  double pushDown(double want) {
-    const int bottom = (depth_ - 1) * n_;
+  // Phase 1 levels: layer t is level t+1, T is level depth_+1 (downward arcs only, no BFS).
+  // Nodes that cannot reach T, and bottom nodes whose leaf arc is full, are left out.
+  void downwardLevels() {
+    levelT_ = depth_ + 1;
+    ensureLevels(levelT_);
+    std::fill_n(levels_.begin(), (uz(levelT_) + 1) * uz(layerWords_), 0);
     for (int t = 0; t < depth_; ++t) {
-      int* next = nextLive_.data() + uz(t) * uz(n_ + 1);
+      std::copy_n(coreachLayer(t), uz(words_), levelSet(t + 1) + uz(t) * uz(words_));
+    }
+    std::uint64_t* bottom = levelSet(depth_) + uz(depth_ - 1) * uz(words_);
+    for (int k = 0; k < n_; ++k) {
+      if (c_[k] - ft_[uz(k)] <= kEps) clear(bottom, k);
+    }
+  }
+
+  // BFS levels from S in the residual graph, as bitsets of live nodes per level; nodes that
+  // cannot reach T are left out. Returns whether T is reachable.
+  bool buildLevels() {
+    const std::uint64_t lastMask =
+        n_ % 64 == 0 ? ~std::uint64_t{0} : (std::uint64_t{1} << (n_ % 64)) - 1;
+    for (int t = 0; t < depth_; ++t) {
       const std::uint64_t* live = coreachLayer(t);
-      for (int k = 0; k < n_; ++k) next[k] = test(live, k) ? k : k + 1;
-      next[n_] = n_;
+      std::uint64_t* seen = visited_.data() + uz(t) * uz(words_);
+      for (int w = 0; w < words_; ++w) seen[w] = ~live[w];
+      seen[words_ - 1] |= ~lastMask;
     }
+    ensureLevels(1);
+    std::fill_n(levels_.begin(), 2 * uz(layerWords_), 0);
     {
-      int* next = nextLive_.data() + uz(depth_ - 1) * uz(n_ + 1);
+      std::uint64_t* first = levelSet(1);
       for (int k = 0; k < n_; ++k) {
-        if (c_[k] - ft_[uz(k)] <= kEps) next[k] = k + 1;
+        if (!test(visited_.data(), k) && s_[k] - fs_[uz(k)] > kEps) set(first, k);
       }
+      for (int w = 0; w < words_; ++w) visited_[uz(w)] |= first[w];
     }
-    std::fill(cur_.begin(), cur_.end(), 0);
-    stack_.clear();
-    stack_.push_back(Frame{sNode(), want, 0.0});
-    for (;;) {
-      Frame& f = stack_.back();
-      const int v = f.node;
-      int& a = cur_[uz(v)];
-      bool descended = false;
-      if (v >= bottom && v < bottom + n_) {
-        const int i = v - bottom;
-        const double r = c_[i] - ft_[uz(i)];
-        const double x = std::min(f.remaining, r);
-        ft_[uz(i)] += x;
-        f.remaining -= x;
-        f.pushed += x;
-      } else {
-        const bool isSource = v == sNode();
-        const int t = isSource ? -1 : v / n_;
-        const double* cap = isSource ? s_ : mats_[uz(t)] + uz(v - t * n_) * uz(n_);
-        double* flow = isSource ? fs_.data() : flowMat(t) + uz(v - t * n_) * uz(n_);
-        int* next = nextLive_.data() + uz(t + 1) * uz(n_ + 1);
-        while (f.remaining > kEps) {
-          a = findLive(next, a);
-          if (a >= n_) break;
-          const double r = cap[a] - flow[a];
-          if (r > kEps) {
-            stack_.push_back(Frame{(t + 1) * n_ + a, std::min(f.remaining, r), 0.0});
-            descended = true;
-            break;
+    for (int level = 1;; ++level) {
+      ensureLevels(level + 1);
+      const std::uint64_t* here = levelSet(level);
+      std::uint64_t* next = levelSet(level + 1);
+      std::fill_n(next, uz(layerWords_), 0);
+      bool any = false, reachesT = false;
+      for (int t = 0; t < depth_; ++t) {
+        const std::uint64_t* h = here + uz(t) * uz(words_);
+        for (int w = 0; w < words_; ++w) {
+          std::uint64_t bits = h[w];
+          while (bits != 0) {
+            const int i = w * 64 + __builtin_ctzll(bits);
+            bits &= bits - 1;
+            any = true;
+            if (t + 1 < depth_) {
+              const std::uint64_t* row = residualRow(t, i);
+              std::uint64_t* out = next + uz(t + 1) * uz(words_);
+              for (int x = 0; x < words_; ++x) out[x] |= row[x];
+            } else if (c_[i] - ft_[uz(i)] > kEps) {
+              reachesT = true;
+            }
+            if (t >= 1) {
+              const std::uint64_t* row = upRow(t - 1, i);
+              std::uint64_t* out = next + uz(t - 1) * uz(words_);
+              for (int x = 0; x < words_; ++x) out[x] |= row[x];
+            }
           }
-          ++a;
         }
       }
-      if (descended) continue;
-      const bool exhausted = f.remaining > kEps;  // arcs ran out before the budget did
-      const double got = f.pushed;
-      if (exhausted && v != sNode()) {
-        const int t = v / n_;
-        nextLive_[uz(t) * uz(n_ + 1) + uz(v - t * n_)] = v - t * n_ + 1;
+      if (!any) return false;
+      if (reachesT) {
+        // Nodes at T's level or beyond lie on no shortest path.
+        std::fill_n(next, uz(layerWords_), 0);
+        levelT_ = level + 1;
+        return true;
       }
-      stack_.pop_back();
-      if (stack_.empty()) return got;
-      Frame& parent = stack_.back();
-      const int pv = parent.node;
-      int& pa = cur_[uz(pv)];
-      double r;
-      if (pv == sNode()) {
-        fs_[uz(pa)] += got;
-        r = s_[pa] - fs_[uz(pa)];
-      } else {
-        const int t = pv / n_;
-        const std::size_t idx = uz(pv - t * n_) * uz(n_) + uz(pa);
-        double& fl = flowMat(t)[idx];
-        fl += got;
-        touch(pv);
-        r = mats_[uz(t)][idx] - fl;
+      for (std::size_t x = 0; x < uz(layerWords_); ++x) {
+        next[x] &= ~visited_[x];
+        visited_[x] |= next[x];
       }
-      parent.remaining -= got;
-      parent.pushed += got;
-      if (exhausted || r <= kEps) ++pa;
     }
   }
 
-  // The first live node >= k in a layer (n if none), halving the path on the way.
-  static int findLive(int* next, int k) {
-    while (next[k] != k) {
-      next[k] = next[next[k]];
-      k = next[k];
-    }
-    return k;
-  }
-
-  // Arc enumeration for the general phases. S: arcs 0..n-1 to (0, a). Node (t, i): for
-  // t < D-1 arcs 0..n-1 go down to (t+1, a); for t = D-1 arc 0 goes to T; then (t >= 1) n arcs
-  // go back up to (t-1, p) along the reverse of a flow-carrying arc.
-  int numArcs(int v) const {
-    if (v == sNode()) return n_;
-    const int t = v / n_;
-    const int down = (t + 1 < depth_) ? n_ : 1;
-    return t == 0 ? down : down + n_;
-  }
-
-  int arcTarget(int v, int a, double& residual) {
+  // The first arc >= a of node v into a live node of level `want` with residual capacity
+  // > kEps, or kNoArc; sets its target and residual. Arcs of S: 0..n-1 to (0, k). Arcs of
+  // (t, i): for t < D-1, 0..n-1 down to (t+1, k), for t = D-1, arc 0 to T; then (t >= 1) n arcs
+  // back up to (t-1, p) along the reverse of a flow-carrying arc.
+  int findArc(int v, int a, int want, int& target, double& residual) {
+    const std::uint64_t* live = levelSet(want);
     if (v == sNode()) {
-      residual = s_[a] - fs_[uz(a)];
-      return a;
+      for (int k = firstBoth(live, live, a); k < n_; k = firstBoth(live, live, k + 1)) {
+        const double r = s_[k] - fs_[uz(k)];
+        if (r > kEps) {
+          target = k;
+          residual = r;
+          return k;
+        }
+      }
+      return kNoArc;
     }
     const int t = v / n_;
     const int i = v - t * n_;
-    const int down = (t + 1 < depth_) ? n_ : 1;
-    if (a < down) {
-      if (t + 1 < depth_) {
-        const std::size_t idx = uz(i) * uz(n_) + uz(a);
-        residual = mats_[uz(t)][idx] - flowMat(t)[idx];
-        return (t + 1) * n_ + a;
+    int down;
+    if (t + 1 < depth_) {
+      down = n_;
+      if (a < n_) {
+        const int k = firstBoth(residualRow(t, i), live + uz(t + 1) * uz(words_), a);
+        if (k < n_) {
+          const std::size_t idx = uz(i) * uz(n_) + uz(k);
+          target = (t + 1) * n_ + k;
+          residual = mats_[uz(t)][idx] - flowMat(t)[idx];
+          return k;
+        }
+        a = n_;
       }
-      residual = c_[i] - ft_[uz(i)];
-      return tNode();
+    } else {
+      down = 1;
+      if (a == 0) {
+        a = 1;
+        const double r = c_[i] - ft_[uz(i)];
+        if (want == levelT_ && r > kEps) {
+          target = tNode();
+          residual = r;
+          return 0;
+        }
+      }
     }
-    const int p = a - down;
+    if (t == 0) return kNoArc;
+    const int p = firstBoth(upRow(t - 1, i), live + uz(t - 1) * uz(words_), a - down);
+    if (p >= n_) return kNoArc;
+    target = (t - 1) * n_ + p;
     residual = flowMat(t - 1)[uz(p) * uz(n_) + uz(i)];
-    return (t - 1) * n_ + p;
+    return down + p;
   }
 
   void pushArc(int v, int a, double x) {
@@ -446,168 +518,77 @@ class LayeredFlow {
     const int down = (t + 1 < depth_) ? n_ : 1;
     if (a < down) {
       if (t + 1 < depth_) {
-        flowMat(t)[uz(i) * uz(n_) + uz(a)] += x;
+        double& f = flowMat(t)[uz(i) * uz(n_) + uz(a)];
+        f += x;
         touch(v);
+        syncArc(t, i, a, f);
       } else {
         ft_[uz(i)] += x;
       }
       return;
     }
-    flowMat(t - 1)[uz(a - down) * uz(n_) + uz(i)] -= x;
+    const int p = a - down;
+    double& f = flowMat(t - 1)[uz(p) * uz(n_) + uz(i)];
+    f -= x;
+    syncArc(t - 1, p, i, f);
   }
 
-  // The first arc >= a of node v whose target has level `want` and residual capacity > kEps,
-  // or numArcs(v) if there is none; sets its target and residual. One loop per kind of arc, so
-  // the scans run over plain arrays.
-  int findArc(int v, int a, int want, int& target, double& residual) {
-    const int* level = level_.data();
-    if (v == sNode()) {
-      for (; a < n_; ++a) {
-        if (level[a] != want) continue;
-        const double r = s_[a] - fs_[uz(a)];
-        if (r > kEps) {
-          target = a;
-          residual = r;
-          return a;
-        }
-      }
-      return n_;
-    }
-    const int t = v / n_;
-    const int i = v - t * n_;
-    int down;
-    if (t + 1 < depth_) {
-      down = n_;
-      const double* cap = mats_[uz(t)] + uz(i) * uz(n_);
-      const double* flow = flowMat(t) + uz(i) * uz(n_);
-      const int* below = level + (t + 1) * n_;
-      for (; a < n_; ++a) {
-        if (below[a] != want) continue;
-        const double r = cap[a] - flow[a];
-        if (r > kEps) {
-          target = (t + 1) * n_ + a;
-          residual = r;
-          return a;
-        }
-      }
-    } else {
-      down = 1;
-      if (a == 0) {
-        const double r = c_[i] - ft_[uz(i)];
-        if (level[tNode()] == want && r > kEps) {
-          target = tNode();
-          residual = r;
-          return 0;
-        }
-        a = 1;
-      }
-    }
-    if (t == 0) return down;
-    const double* up = flowMat(t - 1) + uz(i);  // column i: flows (t-1, p) -> (t, i)
-    const int* above = level + (t - 1) * n_;
-    for (int p = a - down; p < n_; ++p) {
-      if (above[p] != want) continue;
-      const double r = up[uz(p) * uz(n_)];
-      if (r > kEps) {
-        target = (t - 1) * n_ + p;
-        residual = r;
-        return down + p;
-      }
-    }
-    return down + n_;
-  }
-
-  // BFS levels from S in the residual graph; nodes that cannot reach T stay out (level -2).
-  bool buildLevels() {
-    for (int t = 0; t < depth_; ++t) {
-      const std::uint64_t* live = coreachLayer(t);
-      int* level = level_.data() + t * n_;
-      for (int k = 0; k < n_; ++k) level[k] = test(live, k) ? -1 : -2;
-    }
-    level_[uz(tNode())] = -1;
-    level_[uz(sNode())] = 0;
-    queue_.clear();
-    queue_.push_back(sNode());
-    for (std::size_t head = 0; head < queue_.size(); ++head) {
-      const int v = queue_[head];
-      const int next = level_[uz(v)] + 1;
-      if (level_[uz(tNode())] >= 0 && next > level_[uz(tNode())]) break;
-      const int arcs = numArcs(v);
-      int w = 0;
-      double r = 0.0;
-      for (int a = findArc(v, 0, -1, w, r); a < arcs; a = findArc(v, a + 1, -1, w, r)) {
-        level_[uz(w)] = next;
-        if (w != tNode()) queue_.push_back(w);
-      }
-    }
-    return level_[uz(tNode())] >= 0;
-  }
-
-  // Blocking flow on the BFS levels, at most `want`; the same DFS as pushDown() over all
-  // residual arcs (also the reverse ones).
+  // Blocking flow on the current levels, at most `want`: an iterative DFS with current-arc
+  // pointers that pushes a budget down and splits it over children; a node that cannot pass on
+  // its whole budget is dead for the phase and leaves its level's live set, so parents skip it
+  // a word at a time.
   double blockingFlow(double want) {
     std::fill(cur_.begin(), cur_.end(), 0);
-    stack_.clear();
-    stack_.push_back(Frame{sNode(), want, 0.0});
-    const int t = tNode();
+    int top = 0;
+    frames_[0] = Frame{sNode(), 0, want, 0.0};
+    const int tn = tNode();
     for (;;) {
-      Frame& f = stack_.back();
+      Frame& f = frames_[uz(top)];
       const int v = f.node;
-      const int arcs = numArcs(v);
-      const int nextLevel = level_[uz(v)] + 1;
-      bool descended = false;
       int& a = cur_[uz(v)];
+      bool descended = false;
       while (f.remaining > kEps) {
         int w = 0;
         double r = 0.0;
-        a = findArc(v, a, nextLevel, w, r);
-        if (a >= arcs) break;
+        a = findArc(v, a, f.level + 1, w, r);
+        if (a == kNoArc) break;
         const double amount = std::min(f.remaining, r);
-        if (w == t) {
+        if (w == tn) {
           pushArc(v, a, amount);
           f.remaining -= amount;
           f.pushed += amount;
-          if (r - amount <= kEps) ++a;
           continue;
         }
-        stack_.push_back(Frame{w, amount, 0.0});
+        frames_[uz(++top)] = Frame{w, f.level + 1, amount, 0.0};
         descended = true;
         break;
       }
       if (descended) continue;
-      const bool exhausted = a >= arcs;
+      if (f.remaining > kEps && v != sNode()) {
+        const int t = v / n_;
+        clear(levelSet(f.level) + uz(t) * uz(words_), v - t * n_);
+      }
       const double got = f.pushed;
-      if (exhausted) level_[uz(v)] = -1;
-      stack_.pop_back();
-      if (stack_.empty()) return got;
-      Frame& parent = stack_.back();
-      int& pa = cur_[uz(parent.node)];
+      if (top == 0) return got;
+      --top;
+      Frame& parent = frames_[uz(top)];
       if (got > 0.0) {
-        pushArc(parent.node, pa, got);
+        pushArc(parent.node, cur_[uz(parent.node)], got);
         parent.remaining -= got;
         parent.pushed += got;
-      }
-      if (exhausted) {
-        ++pa;
-      } else {
-        double r;
-        arcTarget(parent.node, pa, r);
-        if (r <= kEps) ++pa;
       }
     }
   }
 
-  struct Frame {
-    int node;
-    double remaining;  // what the parent still wants from this node
-    double pushed;     // what this node has passed on so far
-  };
+  static constexpr int kNoArc = std::numeric_limits<int>::max();
 
   int n_;
   int depth_;
   std::vector<const double*> mats_;
   int words_;
+  int layerWords_;
   int numNodes_ = 0;
+  int levelT_ = 0;
   const double* s_ = nullptr;
   const double* c_ = nullptr;
   double sourceCap_ = 0.0;
@@ -616,16 +597,17 @@ class LayeredFlow {
   std::vector<char> isTouched_;
   std::vector<double> fs_;    // S -> layer 0
   std::vector<double> ft_;    // layer D-1 -> T
-  std::vector<int> level_;
   std::vector<int> cur_;
-  std::vector<int> nextLive_;  // per layer, n + 1 entries: union-find over dead nodes
-  std::vector<int> queue_;
-  std::vector<Frame> stack_;
+  std::vector<Frame> frames_;
   std::vector<double> excess_, excessNext_;
   std::vector<double> inCap_;
   std::vector<std::uint64_t> adjacency_;  // per matrix, per row: bitset of positive arcs
+  std::vector<std::uint64_t> residual_;   // per matrix, per row: arcs with residual > kEps
+  std::vector<std::uint64_t> up_;         // per matrix, per column: arcs with flow > kEps
   std::vector<std::uint64_t> reach_;      // per layer: nodes S can reach
   std::vector<std::uint64_t> coreach_;    // per layer: nodes that can reach T (scratch)
+  std::vector<std::uint64_t> visited_;    // per layer: BFS scratch
+  std::vector<std::uint64_t> levels_;     // per level, per layer: live nodes at that level
 };
 
 // ------------------------------------------------------------------------------------------
