@@ -226,7 +226,8 @@ class LayeredFlow {
 
  private:
   struct Frame {
-    int node;
+    int layer;  // -1 for S
+    int index;
     int level;
     double remaining;  // what the parent still wants from this node
     double pushed;     // what this node has passed on so far
@@ -263,8 +264,6 @@ class LayeredFlow {
     const std::size_t need = (uz(level) + 1) * uz(layerWords_);
     if (levels_.size() < need) levels_.resize(need, 0);
   }
-  int sNode() const { return depth_ * n_; }
-  int tNode() const { return depth_ * n_ + 1; }
   double* flowMat(int t) { return flow_.data() + uz(t) * uz(n_) * uz(n_); }
   void touch(int v) {
     if (!isTouched_[uz(v)]) {
@@ -456,25 +455,25 @@ class LayeredFlow {
     }
   }
 
-  // The first arc >= a of node v into a live node of level `want` with residual capacity
-  // > kEps, or kNoArc; sets its target and residual. Arcs of S: 0..n-1 to (0, k). Arcs of
-  // (t, i): for t < D-1, 0..n-1 down to (t+1, k), for t = D-1, arc 0 to T; then (t >= 1) n arcs
-  // back up to (t-1, p) along the reverse of a flow-carrying arc.
-  int findArc(int v, int a, int want, int& target, double& residual) {
+  // The first arc >= a of node (t, i) into a live node of level `want` with residual capacity
+  // > kEps, or kNoArc; sets its target (layer and index) and residual. t = -1 is S, with arcs
+  // 0..n-1 to (0, k); t = depth_ is T. Arcs of (t, i): for t < D-1, 0..n-1 down to (t+1, k),
+  // for t = D-1, arc 0 to T; then (t >= 1) n arcs back up to (t-1, p) along the reverse of a
+  // flow-carrying arc. Nodes carry (layer, index) so that no division is needed here.
+  int findArc(int t, int i, int a, int want, int& tt, int& ti, double& residual) {
     const std::uint64_t* live = levelSet(want);
-    if (v == sNode()) {
+    if (t < 0) {
       for (int k = firstBoth(live, live, a); k < n_; k = firstBoth(live, live, k + 1)) {
         const double r = s_[k] - fs_[uz(k)];
         if (r > kEps) {
-          target = k;
+          tt = 0;
+          ti = k;
           residual = r;
           return k;
         }
       }
       return kNoArc;
     }
-    const int t = v / n_;
-    const int i = v - t * n_;
     int down;
     if (t + 1 < depth_) {
       down = n_;
@@ -482,7 +481,8 @@ class LayeredFlow {
         const int k = firstBoth(residualRow(t, i), live + uz(t + 1) * uz(words_), a);
         if (k < n_) {
           const std::size_t idx = uz(i) * uz(n_) + uz(k);
-          target = (t + 1) * n_ + k;
+          tt = t + 1;
+          ti = k;
           residual = mats_[uz(t)][idx] - flowMat(t)[idx];
           return k;
         }
@@ -494,7 +494,8 @@ class LayeredFlow {
         a = 1;
         const double r = c_[i] - ft_[uz(i)];
         if (want == levelT_ && r > kEps) {
-          target = tNode();
+          tt = depth_;
+          ti = 0;
           residual = r;
           return 0;
         }
@@ -503,24 +504,23 @@ class LayeredFlow {
     if (t == 0) return kNoArc;
     const int p = firstBoth(upRow(t - 1, i), live + uz(t - 1) * uz(words_), a - down);
     if (p >= n_) return kNoArc;
-    target = (t - 1) * n_ + p;
+    tt = t - 1;
+    ti = p;
     residual = flowMat(t - 1)[uz(p) * uz(n_) + uz(i)];
     return down + p;
   }
 
-  void pushArc(int v, int a, double x) {
-    if (v == sNode()) {
+  void pushArc(int t, int i, int a, double x) {
+    if (t < 0) {
       fs_[uz(a)] += x;
       return;
     }
-    const int t = v / n_;
-    const int i = v - t * n_;
     const int down = (t + 1 < depth_) ? n_ : 1;
     if (a < down) {
       if (t + 1 < depth_) {
         double& f = flowMat(t)[uz(i) * uz(n_) + uz(a)];
         f += x;
-        touch(v);
+        touch(t * n_ + i);
         syncArc(t, i, a, f);
       } else {
         ft_[uz(i)] += x;
@@ -540,40 +540,40 @@ class LayeredFlow {
   double blockingFlow(double want) {
     std::fill(cur_.begin(), cur_.end(), 0);
     int top = 0;
-    frames_[0] = Frame{sNode(), 0, want, 0.0};
-    const int tn = tNode();
+    frames_[0] = Frame{-1, 0, 0, want, 0.0};
     for (;;) {
       Frame& f = frames_[uz(top)];
-      const int v = f.node;
-      int& a = cur_[uz(v)];
+      // cur_ is indexed by layer * n + index, with S last.
+      int& a = cur_[f.layer < 0 ? uz(depth_ * n_) : uz(f.layer * n_ + f.index)];
       bool descended = false;
       while (f.remaining > kEps) {
-        int w = 0;
+        int tt = 0, ti = 0;
         double r = 0.0;
-        a = findArc(v, a, f.level + 1, w, r);
+        a = findArc(f.layer, f.index, a, f.level + 1, tt, ti, r);
         if (a == kNoArc) break;
         const double amount = std::min(f.remaining, r);
-        if (w == tn) {
-          pushArc(v, a, amount);
+        if (tt == depth_) {
+          pushArc(f.layer, f.index, a, amount);
           f.remaining -= amount;
           f.pushed += amount;
           continue;
         }
-        frames_[uz(++top)] = Frame{w, f.level + 1, amount, 0.0};
+        STAT(5);
+        frames_[uz(++top)] = Frame{tt, ti, f.level + 1, amount, 0.0};
         descended = true;
         break;
       }
       if (descended) continue;
-      if (f.remaining > kEps && v != sNode()) {
-        const int t = v / n_;
-        clear(levelSet(f.level) + uz(t) * uz(words_), v - t * n_);
+      if (f.remaining > kEps && f.layer >= 0) {
+        clear(levelSet(f.level) + uz(f.layer) * uz(words_), f.index);
       }
       const double got = f.pushed;
       if (top == 0) return got;
       --top;
       Frame& parent = frames_[uz(top)];
       if (got > 0.0) {
-        pushArc(parent.node, cur_[uz(parent.node)], got);
+        const int pa = cur_[parent.layer < 0 ? uz(depth_ * n_) : uz(parent.layer * n_ + parent.index)];
+        pushArc(parent.layer, parent.index, pa, got);
         parent.remaining -= got;
         parent.pushed += got;
       }
