@@ -631,6 +631,19 @@ void flowRowInto(LayeredFlow* solver, const LayerStack& A, int layer, int r,
     for (int j = 0; j < n; ++j) out[j] = A[0](r, j);
     return;
   }
+  if (layer == 2) {
+    // Closed form: every path is (2, r) -> (1, k) -> (0, j) and the paths share no arc, so the
+    // maximum is the sum of the path bottlenecks (each term is also its own cut).
+    const double* s = A[1].row(r).data();
+    for (int j = 0; j < n; ++j) {
+      if (skip && (*skip)[static_cast<std::size_t>(j)]) continue;
+      const double* c = firstT.row(j).data();
+      double sum = 0.0;
+      for (int k = 0; k < n; ++k) sum += std::min(s[k], c[k]);
+      out[j] = sum;
+    }
+    return;
+  }
   solver->setSource(A[static_cast<std::size_t>(layer - 1)].row(r).data());
   // Sinks from last to first: on causal inputs the flow into j+1 mostly fits into j (the
   // previous-token pattern), so the warm start keeps more of it.
