@@ -365,6 +365,8 @@ async function rolloutCases() {
 }
 
 // ---------------------------------------------------------------- BERT-large through the CLI
+const ROWS_64 = Array.from({ length: 64 }, (_, i) => i).join(',');
+
 async function bigCase() {
   const path = await ensureInput(LARGE_512, false);
   current?.fused.dispose();
@@ -372,8 +374,8 @@ async function bigCase() {
   current = null;
   for (const [id, args] of [
     ['big-cli-flow-row', ['flow', path, '--rows', '0', '--timing']],
-    ['big-cli-flow-8rows', ['flow', path, '--rows', '0,1,2,3,4,5,6,7', '--timing']],
-    ['big-cli-flow-8rows-2workers', ['flow', path, '--rows', '0,1,2,3,4,5,6,7', '--workers', '2', '--timing']],
+    ['big-cli-flow-64rows', ['flow', path, '--rows', ROWS_64, '--timing']],
+    ['big-cli-flow-64rows-2workers', ['flow', path, '--rows', ROWS_64, '--workers', '2', '--timing']],
   ]) {
     if (!selected(id)) continue;
     log(`${id}: attnflow CLI on ${(statSync(path).size / 2 ** 20).toFixed(0)} MB .npy`);
@@ -386,7 +388,7 @@ async function bigCase() {
       continue;
     }
     record({
-      case: id, what: `BERT-large size (L=24,H=16,n=512 float32 .npy, ${(statSync(path).size / 1e6).toFixed(0)} MB): load + flow, CLI ${args.slice(2).join(' ')}`,
+      case: id, what: `BERT-large size (L=24,H=16,n=512 float32 .npy, ${(statSync(path).size / 1e6).toFixed(0)} MB): load + flow, CLI ${args.slice(2).join(' ').replace(ROWS_64, '0..63')}`,
       impl: 'attnflow-cli', seconds: timing.compute_ms / 1000, load_seconds: timing.load_ms / 1000,
       wall_seconds: wall ? (Number(wall[1] ?? 0) * 3600 + Number(wall[2]) * 60 + Number(wall[3])) : null,
       peak_rss_mb: rss ? Number(rss[1]) / 1024 : null, file_mb: statSync(path).size / 2 ** 20,
@@ -420,9 +422,9 @@ const sci = (x) => (x === null || x === undefined ? '-' : x === 0 ? '0' : x.toEx
 
 function table(info) {
   const lines = [];
-  lines.push(`machine: ${info.nproc} CPUs (${info.cpu}), ${info.memory_gb} GB, Node ${info.node}, Emscripten ${info.emscripten}, scipy ${info.scipy}, networkx ${info.networkx}`);
+  lines.push(`machine: ${info.nproc} CPUs (${info.cpu}), ${info.memory_gb} GB, Node ${info.node}, Emscripten ${info.emscripten}, scipy ${info.scipy}, networkx ${info.networkx}; load average at start ${info.load_average.join(' ')}`);
   lines.push('');
-  const head = ['case', 'attnflow WASM', 'target', 'met', '2 workers (speedup)', 'native (WASM/native)', 'plain JS Dinic | naive JS', 'scipy Dinic | numpy', 'networkx (authors)', 'max |diff| JS / scipy'];
+  const head = ['case', 'attnflow WASM', 'target', 'met', '2 workers (speedup)', 'native (WASM/native)', 'plain JS Dinic; naive JS', 'scipy Dinic; numpy', 'networkx (authors)', 'max |diff| JS / scipy'];
   const rows = [head];
   const cases = [...new Set(records.filter((r) => r.impl === 'attnflow-wasm').map((r) => r.case))];
   for (const id of cases) {
@@ -492,6 +494,9 @@ async function main() {
   await mkdir(OUT, { recursive: true });
   await init();
   const info = await machine();
+  if (info.load_average[0] > 0.5) {
+    log(`warning: load average ${info.load_average.join(' ')} on ${info.nproc} CPUs: other processes are running; times (2 workers above all) will be noisy`);
+  }
   const benchStarted = performance.now();
   if (argv.json) record({ case: 'machine', impl: null, ...info });
   const native = argv['no-native'] ? null : await nativeBench({ root: ROOT, log });
@@ -509,7 +514,7 @@ async function main() {
   const seconds = (performance.now() - benchStarted) / 1000;
   log(`done in ${seconds.toFixed(0)} s`);
   if (!argv.json) process.stdout.write(`${table(info)}\n\nwhole run: ${seconds.toFixed(0)} s\n`);
-  else record({ case: 'total', impl: null, seconds });
+  else record({ case: 'total', impl: null, seconds, load_average_end: os.loadavg().map((x) => +x.toFixed(2)) });
 }
 
 main().catch((error) => {
