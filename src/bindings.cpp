@@ -70,11 +70,18 @@ std::vector<int> intList(std::uintptr_t address, int count) {
   return std::vector<int>(first, first + count);
 }
 
+Eigen::Map<attnflow::Matrix> outputMatrix(std::uintptr_t out, Eigen::Index rows, Eigen::Index cols) {
+  return Eigen::Map<attnflow::Matrix>(reinterpret_cast<double*>(out), rows, cols);
+}
+
 void copyOut(const attnflow::Matrix& m, std::uintptr_t out) {
-  double* target = reinterpret_cast<double*>(out);
-  for (Eigen::Index i = 0; i < m.rows(); ++i) {
-    for (Eigen::Index j = 0; j < m.cols(); ++j) target[i * m.cols() + j] = m(i, j);
-  }
+  outputMatrix(out, m.rows(), m.cols()) = m;
+}
+
+/// Writes rows `rows` of `m`, in that order, to `out`.
+void copyRowsOut(const attnflow::Matrix& m, const std::vector<int>& rows, std::uintptr_t out) {
+  auto target = outputMatrix(out, static_cast<Eigen::Index>(rows.size()), m.cols());
+  for (std::size_t i = 0; i < rows.size(); ++i) target.row(static_cast<Eigen::Index>(i)) = m.row(rows[i]);
 }
 
 /// The fused layers of one input, with the residual-mixed stack and the full rollout cached for
@@ -109,30 +116,22 @@ class Session {
   void raw(int layer, std::uintptr_t rows, int numRows, std::uintptr_t out) {
     guarded([&] {
       const attnflow::Matrix& f = fused_.at(static_cast<std::size_t>(layer - 1));
-      const std::vector<int> rowList = intList(rows, numRows);
-      attnflow::Matrix picked(numRows, numTokens_);
-      for (int r = 0; r < numRows; ++r) picked.row(r) = f.row(rowList[static_cast<std::size_t>(r)]);
-      copyOut(picked, out);
+      copyRowsOut(f, intList(rows, numRows), out);
     });
   }
 
   void rollout(double alpha, int layer, std::uintptr_t rows, int numRows, std::uintptr_t out) {
     guarded([&] {
       const std::vector<int> rowList = intList(rows, numRows);
+      const attnflow::LayerStack& a = mixed(alpha);  // first: a new alpha drops the cached rollout
       // Few rows: O(layer n^2) vector-matrix products. Many rows: one O(L n^3) pass, cached, as
       // the rows of every layer are then usually wanted (the heatmap, 'all' rows).
       if (!rolloutAll_ && static_cast<long long>(numRows) * 8 < numTokens_) {
-        copyOut(attnflow::rolloutRows(mixed(alpha), layer, rowList), out);
+        copyOut(attnflow::rolloutRows(a, layer, rowList), out);
         return;
       }
-      if (!rolloutAll_ || rolloutAlpha_ != alpha) {
-        rolloutAll_ = attnflow::rolloutAll(mixed(alpha));
-        rolloutAlpha_ = alpha;
-      }
-      const attnflow::Matrix& r = rolloutAll_->at(static_cast<std::size_t>(layer - 1));
-      attnflow::Matrix picked(numRows, numTokens_);
-      for (int i = 0; i < numRows; ++i) picked.row(i) = r.row(rowList[static_cast<std::size_t>(i)]);
-      copyOut(picked, out);
+      if (!rolloutAll_) rolloutAll_ = attnflow::rolloutAll(a);
+      copyRowsOut(rolloutAll_->at(static_cast<std::size_t>(layer - 1)), rowList, out);
     });
   }
 
@@ -220,8 +219,7 @@ class Session {
   attnflow::LayerStack fused_;
   std::optional<attnflow::LayerStack> mixed_;
   double mixedAlpha_ = -1;
-  std::optional<attnflow::LayerStack> rolloutAll_;
-  double rolloutAlpha_ = -1;
+  std::optional<attnflow::LayerStack> rolloutAll_;  // for mixedAlpha_
 };
 
 }  // namespace
