@@ -492,6 +492,11 @@ async function main() {
     throw new Error('web/wasm/attnflow_wasm.wasm is missing: run `npm run build` first');
   }
   await mkdir(OUT, { recursive: true });
+  // The module is loaded once here, but workers and the CLI load it again later: a rebuild during
+  // the run (npm run build by someone else) would mix two builds, so say so.
+  const wasmFile = join(ROOT, 'web', 'wasm', 'attnflow_wasm.wasm');
+  const wasmStamp = () => { try { return `${statSync(wasmFile).mtimeMs}:${statSync(wasmFile).size}`; } catch { return 'missing'; } };
+  const stampAtStart = wasmStamp();
   await init();
   const info = await machine();
   if (info.load_average[0] > 0.5) {
@@ -512,6 +517,7 @@ async function main() {
   current?.fused.dispose();
   current?.pool?.close();
   const seconds = (performance.now() - benchStarted) / 1000;
+  if (wasmStamp() !== stampAtStart) log('warning: web/wasm/attnflow_wasm.wasm changed during the run (rebuilt by someone): numbers may mix two builds');
   log(`done in ${seconds.toFixed(0)} s`);
   if (!argv.json) process.stdout.write(`${table(info)}\n\nwhole run: ${seconds.toFixed(0)} s\n`);
   else record({ case: 'total', impl: null, seconds, load_average_end: os.loadavg().map((x) => +x.toFixed(2)) });

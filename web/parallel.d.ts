@@ -1,6 +1,6 @@
 // attnflow/web/parallel.mjs: long flow computations split across worker_threads (Node) or module
 // Web Workers (browser). Results are bitwise those of FusedAttention.compute.
-import type { ComputeOptions, FusionOptions, Method, Result } from './index.d.ts';
+import type { ComputeOptions, FusionOptions, Method, Result } from './index.js';
 
 /** The raw bytes of a file `loadAttention` reads, with its load options. */
 export interface ParallelInput {

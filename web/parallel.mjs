@@ -16,39 +16,10 @@
 // synchronous WebAssembly call that cannot be interrupted from outside its thread.
 import { AttnflowError, fail } from './errors.mjs';
 import { resolveCompute } from './options.mjs';
+import { Result } from './result.mjs';
 
 const IS_NODE = typeof process === 'object' && typeof process.versions?.node === 'string';
 const WORKER_URL = new URL('./parallel-worker.mjs', import.meta.url);
-
-/** Scores with their own description; the same shape and behaviour as FusedAttention.compute's. */
-class ParallelResult {
-  constructor({ method, tokens, layers, rows, options, scores }) {
-    this.method = method;
-    this.tokens = tokens;
-    this.layers = layers;
-    this.rows = rows;
-    this.numTokens = tokens.length;
-    this.options = options;
-    this.scores = scores;
-    Object.freeze(this);
-  }
-
-  scoresFor(layer, row) {
-    const l = this.layers.indexOf(layer);
-    const r = this.rows.indexOf(row);
-    if (l < 0 || r < 0) {
-      fail('E_OPTION', `layer ${layer}, row ${row} is not in this result (layers ${this.layers.join(',')}; rows ${this.rows.length > 10 ? `${this.rows.length} rows` : this.rows.join(',')})`);
-    }
-    const start = (l * this.rows.length + r) * this.numTokens;
-    return this.scores.subarray(start, start + this.numTokens);
-  }
-
-  toJSON() {
-    const scores = this.layers.map((layer) => this.rows.map((row) => Array.from(this.scoresFor(layer, row))));
-    const { method, tokens, layers, rows, options } = this;
-    return { method, tokens, layers, rows, options, scores };
-  }
-}
 
 function cancelled() {
   return new AttnflowError('E_CANCELLED', 'the computation was cancelled');
@@ -259,7 +230,7 @@ export class ParallelAttention {
             return;
           }
           if (onProgress && method === 'flow') onProgress(total, total);
-          resolve(new ParallelResult({
+          resolve(new Result({
             method, tokens: this.tokens, layers, rows, scores,
             options: { ...this.#fusion, alpha, layers, rows, normalize },
           }));
