@@ -6,8 +6,8 @@
 // * Every value it returns is either the value of a feasible flow that no augmenting path can
 //   increase (Dinic's stopping rule: the sink is unreachable in the residual graph), or the
 //   capacity of an s-t cut met by a feasible flow (then flow == cut == maximum). Residual
-//   capacities <= kEps count as saturated, as in the general MaxFlow, and "met" means within
-//   kMetTol, so every returned value is within ~1e-11 of the true maximum.
+//   capacities <= kEps (1e-15) count as saturated and "met" means within kMetTol (4e-15), so
+//   returned values agree with the true maximum to ~1e-14 on unit-scale capacities.
 // * Warm starts (keeping the previous sink's flow) and the middle-layer certificate only choose
 //   where the search starts or which feasible flow is exhibited; they never skip the proof.
 #include "attnflow/attention_flow.hpp"
@@ -29,12 +29,15 @@ namespace attnflow {
 
 namespace {
 
-// Residual capacities at or below kEps count as saturated (the same tolerance as MaxFlow), so
-// rounding noise never creates phantom augmenting paths.
-constexpr double kEps = 1e-12;
+// Residual capacities at or below kEps count as saturated, so rounding noise never creates
+// phantom augmenting paths. Capacities here are on the unit scale (rows of A sum to at most 1,
+// flows are at most 1), where one rounding is ~1.1e-16; 1e-15 leaves room for a few roundings
+// per arc but still counts arcs of 1e-13 (MaxFlow's default 1e-12 dropped two-hop terms of that
+// size: 6e-13 short of the closed form on an L = 2 input).
+constexpr double kEps = 1e-15;
 // A flow within kMetTol of a cut's capacity is reported as that capacity: the true maximum lies
 // between the two.
-constexpr double kMetTol = 1e-11;
+constexpr double kMetTol = 4e-15;
 
 using Index = std::ptrdiff_t;
 
@@ -806,7 +809,7 @@ namespace {
 struct FullGraph {
   MaxFlow graph;
   std::vector<LayerEdge> edges;  // by edge id
-  FullGraph(const LayerStack& A, int layer, int n) : graph((layer + 1) * n) {
+  FullGraph(const LayerStack& A, int layer, int n) : graph((layer + 1) * n, kEps) {
     for (int l = 1; l <= layer; ++l) {
       const Matrix& m = A[static_cast<std::size_t>(l - 1)];
       for (int i = 0; i < n; ++i) {
