@@ -50,7 +50,8 @@ export class ParallelAttention {
   readonly warnings: string[];
   readonly workerCount: number;
   compute(method: Method, options?: ParallelComputeOptions): Promise<Result>;
-  /** Terminates the workers (in Node they keep the process alive until then). Idempotent. */
+  /** Terminates the workers, freeing their memory. Idempotent. (In Node an idle pool does not
+   *  keep the process alive; a running computation does.) */
   close(): void;
 }
 

@@ -51,6 +51,8 @@ async function spawnWorker(listener) {
     return {
       post: (message, transfer) => worker.postMessage(message, transfer),
       terminate: () => { ended = true; worker.terminate(); },
+      // An idle pool must not keep Node alive if its owner forgets close().
+      hold: (busy) => (busy ? worker.ref() : worker.unref()),
     };
   }
   const worker = new Worker(WORKER_URL, { type: 'module' });
@@ -63,6 +65,7 @@ async function spawnWorker(listener) {
   return {
     post: (message, transfer) => worker.postMessage(message, transfer ?? []),
     terminate: () => worker.terminate(),
+    hold: () => {},
   };
 }
 
@@ -105,7 +108,8 @@ function splitWork(method, { layers, rows }, workers) {
 
 /**
  * Attention data loaded and fused in a pool of workers, ready to compute many times (the
- * parallel twin of FusedAttention). Close it when done: workers keep a Node process alive.
+ * parallel twin of FusedAttention). Close it when done to free the workers' memory; an idle pool
+ * does not keep Node alive.
  */
 export class ParallelAttention {
   #workers;
@@ -157,7 +161,7 @@ export class ParallelAttention {
         signal?.addEventListener('abort', onAbort);
         const messages = byteMessages(bytes, count);
         for (let w = 0; w < count; w++) {
-          const slot = { terminate() {}, listener: null };
+          const slot = { terminate() {}, hold() {}, listener: null };
           slots.push(slot);
           slot.listener = (message) => {
             if (settled) return;
@@ -165,6 +169,7 @@ export class ParallelAttention {
               summary ??= message.summary;
               if (++ready === count) {
                 settled = true;
+                slots.forEach((s) => s.hold(false));
                 resolve(new ParallelAttention(slots, summary, fusion));
               }
             } else if (message.type === 'error') {
@@ -174,6 +179,7 @@ export class ParallelAttention {
           spawnWorker((message) => slot.listener(message)).then((worker) => {
             slot.post = worker.post;
             slot.terminate = worker.terminate;
+            slot.hold = worker.hold;
             if (settled) { worker.terminate(); return; }
             const { bytes: shared, transfer } = messages[w];
             worker.post({
@@ -221,9 +227,11 @@ export class ParallelAttention {
         let next = 0;
         let finished = 0;
         let settled = false;
+        this.#workers.forEach((slot) => slot.hold(true));
         const finish = (error) => {
           if (settled) return;
           settled = true;
+          this.#workers.forEach((slot) => slot.hold(false));
           if (error) {
             this.close();
             reject(error);
