@@ -176,7 +176,11 @@ export class ParallelAttention {
               finish(message.code ? new AttnflowError(message.code, message.message) : new Error(message.message));
             }
           };
-          spawnWorker((message) => slot.listener(message)).then((worker) => {
+          spawnWorker((message) => {
+            // A crash (not tied to a task) is remembered, so a later compute fails instead of waiting.
+            if (message.type === 'error' && message.id === undefined) slot.failure ??= message;
+            slot.listener(message);
+          }).then((worker) => {
             slot.post = worker.post;
             slot.terminate = worker.terminate;
             slot.hold = worker.hold;
@@ -219,6 +223,11 @@ export class ParallelAttention {
     if (signal?.aborted) {
       this.close();
       throw cancelled();
+    }
+    const failed = this.#workers.find((slot) => slot.failure);
+    if (failed) {
+      this.close();
+      throw new Error(`a worker of this pool has failed: ${failed.failure.message}`);
     }
 
     let onAbort;
