@@ -102,9 +102,15 @@ void report(const Progress& progress, std::size_t done, std::size_t total) {
 // The full problem from (l, r) to (0, j) is this with s = row r of A[l], M_t = A[l-1-t] and
 // c = column j of A[1]. Consecutive sinks of one source differ only in the leaf arcs, so the
 // flow is kept between them (a warm start): the excess on leaf arcs whose capacity shrank is
-// cancelled back up along flow-carrying arcs first. (The reversed orientation, searching from
-// the sink, was tried and was 4x slower on model-like inputs.) The halves of the middle-layer
-// certificate have the same shape.
+// rerouted to other leaves (deep graphs) or cancelled back up along flow-carrying arcs first.
+// (The reversed orientation, searching from the sink, was tried and was 4x slower on model-like
+// inputs.) The halves of the middle-layer certificate have the same shape.
+//
+// The residual graph is kept as bitsets next to the flow values: per arc row, the arcs with
+// residual > kEps; per column, the arcs carrying flow > kEps (the reverse arcs, so upward scans
+// read a few words instead of a strided column); per BFS level, the live nodes of each layer.
+// A scan for the next usable arc is then an AND of two bitsets; dense scans of rows and columns
+// had been 70% of the time on inputs where the certificate decides nothing (4-5x faster).
 
 class LayeredFlow {
  public:
