@@ -118,7 +118,9 @@ class LayeredFlow {
       : n_(n), depth_(static_cast<int>(mats.size()) + 1), mats_(std::move(mats)),
         words_((n + 63) / 64), layerWords_(depth_ * words_) {
     const std::size_t nn = uz(n_) * uz(n_);
-    flow_.assign(mats_.size() * nn, 0.0);
+    // Not zeroed here: a row is zeroed when first touched (see touch()). At n = 512, L = 24 the
+    // matrices are 46 MB, and zeroing them all cost more than a one-row computation.
+    flow_.reset(new double[std::max<std::size_t>(1, mats_.size() * nn)]);
     fs_.assign(uz(n_), 0.0);
     ft_.assign(uz(n_), 0.0);
     numNodes_ = depth_ * n_ + 2;
@@ -153,7 +155,6 @@ class LayeredFlow {
     // Only rows that ever carried flow need clearing (a dense clear of every arc would cost more
     // than the solves on inputs where the certificate decides most pairs).
     for (int v : touched_) {
-      std::fill_n(flow_.data() + uz(v) * uz(n_), uz(n_), 0.0);
       std::copy_n(adjacency_.data() + uz(v) * uz(words_), uz(words_),
                   residual_.data() + uz(v) * uz(words_));
       isTouched_[uz(v)] = 0;
@@ -282,11 +283,14 @@ class LayeredFlow {
     const std::size_t need = (uz(level) + 1) * uz(layerWords_);
     if (levels_.size() < need) levels_.resize(need, 0);
   }
-  double* flowMat(int t) { return flow_.data() + uz(t) * uz(n_) * uz(n_); }
+  double* flowMat(int t) { return flow_.get() + uz(t) * uz(n_) * uz(n_); }
+  // Marks the out-arc row of node v (= t * n + i, t < depth_ - 1) as in use, zeroing its flows
+  // the first time after setSource(). Flows of a row are read only after this.
   void touch(int v) {
     if (!isTouched_[uz(v)]) {
       isTouched_[uz(v)] = 1;
       touched_.push_back(v);
+      std::fill_n(flow_.get() + uz(v) * uz(n_), uz(n_), 0.0);
     }
   }
 
@@ -389,6 +393,7 @@ class LayeredFlow {
           }
         }
         for (int p = 0; p < n_ && e > 0.0; ++p) {
+          if (!isTouched_[uz((t - 1) * n_ + p)]) continue;
           double& fp = f[uz(p) * uz(n_) + uz(i)];
           if (fp <= 0.0) continue;
           const double x = std::min(fp, e);
@@ -527,6 +532,7 @@ class LayeredFlow {
       if (a < n_) {
         const int k = firstBoth(residualRow(t, i), live + uz(t + 1) * uz(words_), a);
         if (k < n_) {
+          touch(t * n_ + i);
           const std::size_t idx = uz(i) * uz(n_) + uz(k);
           tt = t + 1;
           ti = k;
@@ -651,7 +657,7 @@ class LayeredFlow {
   const double* c_ = nullptr;
   double sourceCap_ = 0.0;
   double excessTotal_ = 0.0;
-  std::vector<double> flow_;  // depth_-1 matrices, n x n each
+  std::unique_ptr<double[]> flow_;  // depth_-1 matrices, n x n each; rows valid once touched
   std::vector<int> touched_;  // nodes whose out-arc row of flow_ may be non-zero
   std::vector<char> isTouched_;
   std::vector<double> fs_;    // S -> layer 0
