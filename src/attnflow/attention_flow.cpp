@@ -608,6 +608,22 @@ class LayeredFlow {
         double r = 0.0;
         a = findArc(f.layer, f.index, a, f.level + 1, tt, ti, r);
         if (a == kNoArc) break;
+        if (tt == depth_ - 1 && f.level + 2 == levelT_) {
+          // A bottom child whose only usable arc is its leaf arc: push through both arcs here
+          // instead of descending into it (the widest fan-out is at the bottom).
+          const double room = c_[ti] - ft_[uz(ti)];
+          const double amount = std::min(std::min(f.remaining, r), room);
+          if (amount > 0.0) {
+            pushArc(f.layer, f.index, a, amount);
+            ft_[uz(ti)] += amount;
+            f.remaining -= amount;
+            f.pushed += amount;
+          }
+          if (room - amount <= kEps) {
+            clear(levelSet(f.level + 1) + uz(tt) * uz(words_), ti);
+          }
+          continue;
+        }
         const double amount = std::min(f.remaining, r);
         if (tt == depth_) {
           pushArc(f.layer, f.index, a, amount);
