@@ -44,7 +44,7 @@ const { values: argv } = parseArgs({
 if (argv.help) {
   process.stdout.write(`usage: node bench/run.mjs [--json] [--quick] [--only id,id] [--no-big] [--no-native]
   --json       one JSON line per (case, implementation) on stdout instead of the table
-  --quick      no networkx, 1 s budgets for the other peers (about 2-3 minutes)
+  --quick      networkx only at n=32 (2 s), 1 s budgets for the other peers (about 2 minutes)
   --only       run only these case ids (see the table's first column)
   --no-big     skip the BERT-large (~400 MB .npy) case and the rollout cases that use it
   --no-native  skip the native C++ benchmark
