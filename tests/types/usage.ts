@@ -3,6 +3,7 @@ import { AttnflowError, FusedAttention, compute, init, loadAttention } from 'att
 import type { Bottleneck, Result } from 'attnflow';
 import { AttnflowWorker } from 'attnflow/client';
 import type { WorkerResult } from 'attnflow/client';
+import { ParallelAttention, computeParallel } from 'attnflow/parallel';
 
 export async function usage(bytes: Uint8Array): Promise<number> {
   await init();
@@ -16,8 +17,12 @@ export async function usage(bytes: Uint8Array): Promise<number> {
   const worker = new AttnflowWorker();
   const remote: WorkerResult = await worker.compute('raw', { rows: 'all' });
   worker.terminate();
+  const pool = await ParallelAttention.open({ bytes, name: 'x.npy' }, { workers: 2, fusion: 'mean' });
+  const shared: Result = await pool.compute('flow', { layers: 'all', signal: new AbortController().signal });
+  pool.close();
+  const once: Result = await computeParallel({ bytes }, 'flow', { rows: [0], workers: 2 });
   try {
-    return flow.scoresFor(flow.layers[0], 0)[0] + rollout.scores[0] + cut.value + mixed[0] + remote.numTokens;
+    return flow.scoresFor(flow.layers[0], 0)[0] + rollout.scores[0] + cut.value + mixed[0] + remote.numTokens + shared.numTokens + once.numTokens;
   } catch (error) {
     if (error instanceof AttnflowError && error.code === 'E_OPTION') return -1;
     throw error;
