@@ -10,23 +10,13 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { mulberry32 as rng } from '../bench/synthetic.mjs';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const OUT = join(ROOT, 'demo', 'examples');
 const SHARED = join(ROOT, '..', 'shared', 'examples', 'agreement');
 mkdirSync(OUT, { recursive: true });
 
-// mulberry32: a small seeded PRNG, so the synthetic files are reproducible.
-function rng(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const round6 = (x) => Number(x.toPrecision(6));
 

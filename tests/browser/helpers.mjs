@@ -2,6 +2,10 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
+import { mulberry32 } from '../../bench/synthetic.mjs';
+
+/** mulberry32 (bench/synthetic.mjs): seeded, so every run uploads the same "never seen" files. */
+export const rng = mulberry32;
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export const OUT = fileURLToPath(new URL('./out/', import.meta.url));
@@ -31,17 +35,6 @@ export function launch() {
   });
 }
 
-/** mulberry32: seeded, so every run uploads the same "never seen" files. */
-export function rng(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Softmax attention as one flat Float64Array [L][H][n][n] (causal: zero above the diagonal). */
 export function randomAttention({ L, H, n, seed, causal = false, sharp = 3 }) {

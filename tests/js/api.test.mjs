@@ -3,18 +3,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { AttnflowError, FusedAttention, compute, init, loadAttention } from 'attnflow';
+import { mulberry32 as random } from '../../bench/synthetic.mjs';
 
-/** Deterministic PRNG (mulberry32) so failures reproduce. */
-function random(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function softmaxRows(n, rand, causal) {
   return Array.from({ length: n }, (_, i) => {
