@@ -136,7 +136,8 @@ class Session {
   }
 
   /// Flow for each of `numLayers` layers (1-based list) and the same rows, written layer after
-  /// layer. `onProgress(done, total)` is called at most every 50 ms; returning false cancels.
+  /// layer. `onProgress(done, total)` is called after the first problems, then at most every 50 ms;
+  /// returning false cancels.
   void flow(double alpha, std::uintptr_t layers, int numLayers, std::uintptr_t rows, int numRows,
             bool normalize, val onProgress, std::uintptr_t out) {
     guarded([&] {
@@ -146,7 +147,7 @@ class Session {
       const std::size_t perLayer = static_cast<std::size_t>(numRows) * static_cast<std::size_t>(numTokens_);
       const std::size_t total = perLayer * layerList.size();
       const bool reports = onProgress.typeOf().as<std::string>() == "function";
-      double lastReport = emscripten_get_now();
+      double lastReport = -1e300;  // the first report goes through: a caller may cancel at once
       attnflow::Progress progress = [&](std::size_t done, std::size_t) {
         if (!reports) return true;
         const double now = emscripten_get_now();
