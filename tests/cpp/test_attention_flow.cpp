@@ -141,6 +141,26 @@ TEST_CASE("attention flow: fast equals the plain max-flow on deep random layered
   CHECK(worst <= 1e-12);
 }
 
+TEST_CASE("attention flow: bitset word boundaries (n = 63, 64, 65, 129) agree with the reference") {
+  std::mt19937 gen(31);
+#ifdef NDEBUG
+  const std::vector<int> sizes = {63, 64, 65, 129};
+#else
+  const std::vector<int> sizes = {64, 65};  // sanitizer builds: the reference is slow there
+#endif
+  for (int n : sizes) {
+    for (Kind kind : {kSoftmax, kCausal, kSparse}) {
+      const LayerStack A = randomStack(gen, 7, n, kind);
+      const int row = kind == kCausal ? n - 1 : n / 3;
+      const Matrix fast = attnflow::attentionFlow(A, 7, {row});
+      for (int token : {0, 1, n / 2, n - 2, n - 1}) {
+        const double ref = attnflow::flowBottleneck(A, 7, row, token).value;
+        CHECK(std::abs(fast(0, token) - ref) <= 1e-12);
+      }
+    }
+  }
+}
+
 TEST_CASE("attention flow: single rows in any order and repeated rows agree with all rows") {
   std::mt19937 gen(99);
   for (int it = 0; it < 50; ++it) {
