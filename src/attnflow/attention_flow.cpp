@@ -21,6 +21,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 
 #include "attnflow/errors.hpp"
 #include "attnflow/maxflow.hpp"
@@ -224,7 +225,9 @@ class LayeredFlow {
     return std::min(sum, sourceCap_);
   }
 
-  /// The maximum flow with leaf capacities c, continuing from the previous call's flow.
+  /// The maximum flow with leaf capacities c, continuing from the previous call's flow. The
+  /// values at c must not change during the solver's life (facts about them are cached by
+  /// address).
   /// `bound` must be the capacity of some S-T cut (e.g. upperBound(c)); the search stops when
   /// the flow meets it.
   double solve(const double* c, double bound) {
@@ -331,28 +334,34 @@ class LayeredFlow {
 
   /// A second cut bound: the source arcs into layer-0 nodes that can reach T at all.
   double coreachBound(const double* c) {
-    std::uint64_t* bottom = coreachLayer(depth_ - 1);
-    const std::uint64_t* reachable = reachLayer(depth_ - 1);
-    zeroFill(bottom, uz(words_));
-    for (int k = 0; k < n_; ++k) {
-      if (c[k] > kEps && test(reachable, k)) set(bottom, k);
-    }
-    for (int t = depth_ - 2; t >= 0; --t) {
-      const std::uint64_t* below = coreachLayer(t + 1);
-      std::uint64_t* here = coreachLayer(t);
-      const std::uint64_t* r = reachLayer(t);
-      zeroFill(here, uz(words_));
-      for (int i = 0; i < n_; ++i) {
-        if (!test(r, i)) continue;
-        const std::uint64_t* bits = adjacencyRow(t, i);
-        for (int w = 0; w < words_; ++w) {
-          if (bits[w] & below[w]) {
-            set(here, i);
-            break;
+    // Nodes that can reach T in the whole graph do not depend on the source, so they are kept
+    // per leaf-capacity array (the callers pass the same arrays again for every source); a node
+    // S reaches that can reach T does so through nodes S reaches, so the live set here is that
+    // static set intersected with reach_.
+    auto found = staticCoreach_.find(c);
+    if (found == staticCoreach_.end()) {
+      std::vector<std::uint64_t> co(uz(layerWords_), 0);
+      std::uint64_t* bottom = co.data() + uz(depth_ - 1) * uz(words_);
+      for (int k = 0; k < n_; ++k) {
+        if (c[k] > kEps) set(bottom, k);
+      }
+      for (int t = depth_ - 2; t >= 0; --t) {
+        const std::uint64_t* below = co.data() + uz(t + 1) * uz(words_);
+        std::uint64_t* here = co.data() + uz(t) * uz(words_);
+        for (int i = 0; i < n_; ++i) {
+          const std::uint64_t* bits = adjacencyRow(t, i);
+          for (int w = 0; w < words_; ++w) {
+            if (bits[w] & below[w]) {
+              set(here, i);
+              break;
+            }
           }
         }
       }
+      found = staticCoreach_.emplace(c, std::move(co)).first;
     }
+    const std::uint64_t* co = found->second.data();
+    for (std::size_t x = 0; x < uz(layerWords_); ++x) coreach_[x] = co[x] & reach_[x];
     const std::uint64_t* top = coreachLayer(0);
     double sum = 0.0;
     for (int k = 0; k < n_; ++k) {
@@ -710,6 +719,8 @@ class LayeredFlow {
   std::vector<std::uint64_t> coreach_;    // per layer: nodes that can reach T (scratch)
   std::vector<std::uint64_t> visited_;    // per layer: BFS scratch
   std::vector<std::uint64_t> levels_;     // per level, per layer: live nodes at that level
+  // Per leaf-capacity array: the nodes that can reach T at all (see coreachBound()).
+  std::unordered_map<const double*, std::vector<std::uint64_t>> staticCoreach_;
 };
 
 // ------------------------------------------------------------------------------------------
