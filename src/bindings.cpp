@@ -85,7 +85,7 @@ void copyRowsOut(const attnflow::Matrix& m, const std::vector<int>& rows, std::u
 }
 
 /// The fused layers of one input, with the residual-mixed stack and the full rollout cached for
-/// the last alpha used: a page that switches methods, rows and layers recomputes nothing.
+/// the last alpha and discard used: a page that switches methods, rows and layers recomputes nothing.
 class Session {
  public:
   explicit Session(int numTokens) : numTokens_(numTokens) {}
@@ -120,10 +120,10 @@ class Session {
     });
   }
 
-  void rollout(double alpha, int layer, std::uintptr_t rows, int numRows, std::uintptr_t out) {
+  void rollout(double alpha, double discard, int layer, std::uintptr_t rows, int numRows, std::uintptr_t out) {
     guarded([&] {
       const std::vector<int> rowList = intList(rows, numRows);
-      const attnflow::LayerStack& a = mixed(alpha);  // first: a new alpha drops the cached rollout
+      const attnflow::LayerStack& a = mixed(alpha, discard);  // first: drops a stale rollout
       // Few rows: O(layer n^2) vector-matrix products. Many rows: one O(L n^3) pass, cached, as
       // the rows of every layer are then usually wanted (the heatmap, 'all' rows).
       if (!rolloutAll_ && static_cast<long long>(numRows) * 8 < numTokens_) {
@@ -138,10 +138,10 @@ class Session {
   /// Flow for each of `numLayers` layers (1-based list) and the same rows, written layer after
   /// layer. `onProgress(done, total)` is called after the first problems, then at most every 50 ms;
   /// returning false cancels.
-  void flow(double alpha, std::uintptr_t layers, int numLayers, std::uintptr_t rows, int numRows,
+  void flow(double alpha, double discard, std::uintptr_t layers, int numLayers, std::uintptr_t rows, int numRows,
             bool normalize, val onProgress, std::uintptr_t out) {
     guarded([&] {
-      const attnflow::LayerStack& a = mixed(alpha);
+      const attnflow::LayerStack& a = mixed(alpha, discard);
       const std::vector<int> layerList = intList(layers, numLayers);
       const std::vector<int> rowList = intList(rows, numRows);
       const std::size_t perLayer = static_cast<std::size_t>(numRows) * static_cast<std::size_t>(numTokens_);
@@ -175,9 +175,9 @@ class Session {
   }
 
   /// {value, cut: [{layer, from, to, capacity}]} for the flow from (layer, row) to token.
-  val bottleneck(double alpha, int layer, int row, int token) {
+  val bottleneck(double alpha, double discard, int layer, int row, int token) {
     return guarded([&] {
-      const attnflow::FlowBottleneck b = attnflow::flowBottleneck(mixed(alpha), layer, row, token);
+      const attnflow::FlowBottleneck b = attnflow::flowBottleneck(mixed(alpha, discard), layer, row, token);
       val cut = val::array();
       // set(index, ...) instead of call("push"): embind's method callers are built with
       // new Function, which the page's Content-Security-Policy (no 'unsafe-eval') forbids.
@@ -197,15 +197,24 @@ class Session {
     });
   }
 
-  void mixedLayer(double alpha, int layer, std::uintptr_t out) {
-    guarded([&] { copyOut(mixed(alpha).at(static_cast<std::size_t>(layer - 1)), out); });
+  void mixedLayer(double alpha, double discard, int layer, std::uintptr_t out) {
+    guarded([&] { copyOut(mixed(alpha, discard).at(static_cast<std::size_t>(layer - 1)), out); });
   }
 
  private:
-  const attnflow::LayerStack& mixed(double alpha) {
-    if (!mixed_ || mixedAlpha_ != alpha) {
-      mixed_ = attnflow::mixResidual(fused_, alpha);
+  /// A[l] = rownorm(alpha * discardSmallest(F[l], discard) + (1 - alpha) * I), cached.
+  const attnflow::LayerStack& mixed(double alpha, double discard) {
+    if (!mixed_ || mixedAlpha_ != alpha || mixedDiscard_ != discard) {
+      if (discard == 0.0) {
+        mixed_ = attnflow::mixResidual(fused_, alpha);
+      } else {
+        attnflow::LayerStack kept;
+        kept.reserve(fused_.size());
+        for (const attnflow::Matrix& f : fused_) kept.push_back(attnflow::discardSmallest(f, discard));
+        mixed_ = attnflow::mixResidual(kept, alpha);
+      }
       mixedAlpha_ = alpha;
+      mixedDiscard_ = discard;
       rolloutAll_.reset();
     }
     return *mixed_;
@@ -220,7 +229,8 @@ class Session {
   attnflow::LayerStack fused_;
   std::optional<attnflow::LayerStack> mixed_;
   double mixedAlpha_ = -1;
-  std::optional<attnflow::LayerStack> rolloutAll_;  // for mixedAlpha_
+  double mixedDiscard_ = 0;
+  std::optional<attnflow::LayerStack> rolloutAll_;  // of mixed_
 };
 
 }  // namespace

@@ -22,6 +22,8 @@ options:
   --fusion mean|max|min    how heads are combined (default mean)
   --heads 0,3,5            fuse only these heads (0-based; default all)
   --alpha A                residual weight in [0,1]: A = rownorm(alpha*F + (1-alpha)*I) (default 0.5)
+  --discard R              rollout/flow: zero the fraction R in [0,1) of smallest fused weights
+                           per layer before the residual (vit-explain's discard_ratio; default 0)
   --layers last|all|1,4    1-based layers to report (default last)
   --rows all|0,5           0-based target rows (default all)
   --unnormalized           flow: raw max-flow values instead of rows summing to 1
@@ -40,6 +42,7 @@ function parseCommandLine(argv) {
         fusion: { type: 'string' },
         heads: { type: 'string' },
         alpha: { type: 'string' },
+        discard: { type: 'string' },
         layers: { type: 'string' },
         rows: { type: 'string' },
         unnormalized: { type: 'boolean' },
@@ -65,6 +68,7 @@ function parseCommandLine(argv) {
     fusion: values.fusion,
     heads: values.heads === undefined ? null : parseListOption('heads', values.heads, []),
     alpha: values.alpha === undefined ? undefined : number('alpha', values.alpha),
+    discard: values.discard === undefined ? undefined : number('discard', values.discard),
     layers: values.layers === undefined ? undefined : parseListOption('layers', values.layers, ['last', 'all']),
     rows: values.rows === undefined ? undefined : parseListOption('rows', values.rows, ['all']),
     normalize: !values.unnormalized,

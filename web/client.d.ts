@@ -56,9 +56,9 @@ export class AttnflowWorker {
   /** Re-fuses the heads of the loaded input. */
   fuse(options?: FusionOptions): Promise<void>;
   compute(method: Method, options?: WorkerComputeOptions): Promise<WorkerResult>;
-  bottleneck(layer: number, row: number, token: number, options?: { alpha?: number }): Promise<Bottleneck>;
+  bottleneck(layer: number, row: number, token: number, options?: { alpha?: number; discard?: number }): Promise<Bottleneck>;
   /** The residual-mixed matrix A[layer] (1-based) as flat n*n row-major. */
-  mixedLayer(layer: number, options?: { alpha?: number }): Promise<Float64Array>;
+  mixedLayer(layer: number, options?: { alpha?: number; discard?: number }): Promise<Float64Array>;
   /** Rejects all pending requests with E_CANCELLED and restarts the worker; false if idle. */
   cancel(): boolean;
   /** Stops the worker for good. */

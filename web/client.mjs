@@ -136,12 +136,12 @@ export class AttnflowWorker {
 
   /** The minimum cut of the flow from (layer, row) to input token `token`. */
   bottleneck(layer, row, token, options = {}) {
-    return this.#post({ type: 'bottleneck', layer, row, token, alpha: options.alpha });
+    return this.#post({ type: 'bottleneck', layer, row, token, alpha: options.alpha, discard: options.discard });
   }
 
   /** The residual-mixed matrix of a 1-based layer, flat n*n row-major. */
   mixedLayer(layer, options = {}) {
-    return this.#post({ type: 'mixedLayer', layer, alpha: options.alpha });
+    return this.#post({ type: 'mixedLayer', layer, alpha: options.alpha, discard: options.discard });
   }
 
   /**

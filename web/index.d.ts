@@ -81,6 +81,12 @@ export interface FusionOptions {
 export interface ComputeOptions extends FusionOptions {
   /** Residual weight in [0, 1]: A = rownorm(alpha*F + (1-alpha)*I). Default 0.5. Ignored by raw. */
   alpha?: number;
+  /**
+   * Rollout and flow: before the residual, set to 0 the floor(discard * n^2) smallest entries of
+   * each fused layer (ties by row-major position; entry (0, 0) is never discarded), as
+   * jacobgil/vit-explain's discard_ratio. In [0, 1); default 0. Raw attention is not affected.
+   */
+  discard?: number;
   /** 1-based layers to report: 'last' (default), 'all', or a list. */
   layers?: 'last' | 'all' | number[];
   /** 0-based target rows: 'all' (default) or a list. */
@@ -96,6 +102,7 @@ export interface ResolvedOptions {
   fusion: Fusion;
   heads: number[] | null;
   alpha: number;
+  discard: number;
   layers: number[];
   rows: number[];
   normalize: boolean;
@@ -147,9 +154,9 @@ export class FusedAttention {
   readonly numLayers: number;
   readonly numTokens: number;
   compute(method: Method, options?: ComputeOptions): Result;
-  bottleneck(layer: number, row: number, token: number, options?: { alpha?: number }): Bottleneck;
+  bottleneck(layer: number, row: number, token: number, options?: { alpha?: number; discard?: number }): Bottleneck;
   /** The residual-mixed matrix A[layer] (1-based) as flat n*n, for drawing the flow graph. */
-  mixedLayer(layer: number, options?: { alpha?: number }): Float64Array;
+  mixedLayer(layer: number, options?: { alpha?: number; discard?: number }): Float64Array;
   dispose(): void;
 }
 

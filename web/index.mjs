@@ -82,7 +82,7 @@ export class FusedAttention {
     const session = this.#live();
     const M = this.#module;
     const resolved = resolveCompute(method, options, this);
-    const { alpha, layers, rows, normalize } = resolved;
+    const { alpha, discard, layers, rows, normalize } = resolved;
     const n = this.numTokens;
     const perLayer = rows.length * n;
     const scores = withInts(M, rows, (rowsAddress) =>
@@ -92,41 +92,42 @@ export class FusedAttention {
             ? (done, total) => options.onProgress(done, total) !== false
             : undefined;
           withInts(M, layers, (layersAddress) => call(M, () => session.flow(
-            alpha, layersAddress, layers.length, rowsAddress, rows.length, normalize, onProgress, out)));
+            alpha, discard, layersAddress, layers.length, rowsAddress, rows.length, normalize, onProgress, out)));
         } else {
           layers.forEach((layer, i) => {
             const target = out + i * perLayer * 8;
             call(M, () => (method === 'raw'
               ? session.raw(layer, rowsAddress, rows.length, target)
-              : session.rollout(alpha, layer, rowsAddress, rows.length, target)));
+              : session.rollout(alpha, discard, layer, rowsAddress, rows.length, target)));
           });
         }
         return readDoubles(M, out, layers.length * perLayer);
       }));
     return new Result({
       method, tokens: this.tokens, layers, rows, scores,
-      options: { ...this.#fusion, alpha, layers, rows, normalize },
+      options: { ...this.#fusion, alpha, discard, layers, rows, normalize },
     });
   }
 
   bottleneck(layer, row, token, options = {}) {
     const session = this.#live();
-    const { alpha, layers: [checkedLayer], rows: [checkedRow] } =
-      resolveCompute('flow', { alpha: options.alpha, layers: [layer], rows: [row] }, this);
+    const { alpha, discard, layers: [checkedLayer], rows: [checkedRow] } = resolveCompute('flow',
+      { alpha: options.alpha, discard: options.discard, layers: [layer], rows: [row] }, this);
     if (!Number.isInteger(token) || token < 0 || token >= this.numTokens) {
       fail('E_OPTION', `token ${JSON.stringify(token)} is out of range (0..${this.numTokens - 1})`);
     }
-    const { value, cut } = call(this.#module, () => session.bottleneck(alpha, checkedLayer, checkedRow, token));
+    const { value, cut } = call(this.#module, () => session.bottleneck(alpha, discard, checkedLayer, checkedRow, token));
     return { value, cut, kind: bottleneckKind(cut, checkedLayer, checkedRow, token) };
   }
 
   mixedLayer(layer, options = {}) {
     const session = this.#live();
     const M = this.#module;
-    const { alpha, layers: [checkedLayer] } = resolveCompute('rollout', { alpha: options.alpha, layers: [layer], rows: [0] }, this);
+    const { alpha, discard, layers: [checkedLayer] } = resolveCompute('rollout',
+      { alpha: options.alpha, discard: options.discard, layers: [layer], rows: [0] }, this);
     const count = this.numTokens * this.numTokens;
     return withAllocation(M, count * 8, (out) => {
-      call(M, () => session.mixedLayer(alpha, checkedLayer, out));
+      call(M, () => session.mixedLayer(alpha, discard, checkedLayer, out));
       return readDoubles(M, out, count);
     });
   }

@@ -5,7 +5,7 @@ import { fail } from './errors.mjs';
 export const METHODS = ['raw', 'rollout', 'flow'];
 export const FUSIONS = ['mean', 'max', 'min'];
 export const DEFAULTS = Object.freeze({
-  fusion: 'mean', heads: null, alpha: 0.5, layers: 'last', rows: 'all', normalize: true,
+  fusion: 'mean', heads: null, alpha: 0.5, discard: 0, layers: 'last', rows: 'all', normalize: true,
 });
 
 function checkIndexList(name, list, lowest, highest, what) {
@@ -44,6 +44,10 @@ export function resolveCompute(method, options = {}, { numLayers, numTokens }) {
   if (typeof alpha !== 'number' || !(alpha >= 0 && alpha <= 1)) {
     fail('E_OPTION', `alpha must be a number in [0, 1] (got ${JSON.stringify(alpha)})`);
   }
+  const discard = options.discard ?? DEFAULTS.discard;
+  if (typeof discard !== 'number' || !(discard >= 0 && discard < 1)) {
+    fail('E_OPTION', `discard must be a number in [0, 1) (got ${JSON.stringify(discard)})`);
+  }
   const layersOption = options.layers ?? DEFAULTS.layers;
   let layers;
   if (layersOption === 'last') layers = [numLayers];
@@ -55,7 +59,7 @@ export function resolveCompute(method, options = {}, { numLayers, numTokens }) {
     : checkIndexList('rows', rowsOption, 0, numTokens - 1, 'rows (0-based)');
   const normalize = options.normalize ?? DEFAULTS.normalize;
   if (typeof normalize !== 'boolean') fail('E_OPTION', 'normalize must be true or false');
-  return { alpha, layers, rows, normalize };
+  return { alpha, discard, layers, rows, normalize };
 }
 
 /**

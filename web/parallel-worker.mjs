@@ -5,7 +5,7 @@
 // Protocol (main -> worker):
 //   {type:'load', bytes: Uint8Array, name?, batch?, tokens?, fusion, heads}
 //        -> {type:'ready', summary: {tokens, numLayers, numHeads, numTokens, fused, format, warnings}}
-//   {type:'compute', id, method, options: {alpha, layers, rows, normalize}}
+//   {type:'compute', id, method, options: {alpha, discard, layers, rows, normalize}}
 //        -> {type:'progress', id, done, total} (flow only, throttled) ... then
 //           {type:'result', id, scores: Float64Array} (transferred)
 //   any failure -> {type:'error', id?, code, message}   (code null for a non-AttnflowError)

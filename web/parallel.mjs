@@ -211,7 +211,7 @@ export class ParallelAttention {
   async #compute(method, options) {
     if (this.#closed) fail('E_OPTION', 'this ParallelAttention has been closed');
     const resolved = resolveCompute(method, options, this);
-    const { alpha, layers, rows, normalize } = resolved;
+    const { alpha, discard, layers, rows, normalize } = resolved;
     const n = this.numTokens;
     const tasks = splitWork(method, resolved, this.#workers.length);
     const scores = new Float64Array(layers.length * rows.length * n);
@@ -249,7 +249,7 @@ export class ParallelAttention {
           if (onProgress && method === 'flow') onProgress(total, total);
           resolve(new Result({
             method, tokens: this.tokens, layers, rows, scores,
-            options: { ...this.#fusion, alpha, layers, rows, normalize },
+            options: { ...this.#fusion, alpha, discard, layers, rows, normalize },
           }));
         };
         onAbort = () => finish(cancelled());
@@ -288,7 +288,7 @@ export class ParallelAttention {
               else dispatch(slot);
             }
           };
-          slot.post({ type: 'compute', id, method, options: { alpha, layers: task.layers, rows: task.rows, normalize } });
+          slot.post({ type: 'compute', id, method, options: { alpha, discard, layers: task.layers, rows: task.rows, normalize } });
         };
         this.#workers.forEach(dispatch);
       });

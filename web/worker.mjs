@@ -8,8 +8,8 @@
 //   {type:'fuse', fusion, heads}               -> {type:'result', value: null}
 //   {type:'compute', method, options}          -> {type:'result', value: {method, layers, rows,
 //                                                 numTokens, options, scores}}  (scores transferred)
-//   {type:'bottleneck', layer, row, token, alpha} -> {type:'result', value: {value, cut, kind}}
-//   {type:'mixedLayer', layer, alpha}          -> {type:'result', value: Float64Array} (transferred)
+//   {type:'bottleneck', layer, row, token, alpha, discard} -> {type:'result', value: {value, cut, kind}}
+//   {type:'mixedLayer', layer, alpha, discard} -> {type:'result', value: Float64Array} (transferred)
 //   while a flow runs: {type:'progress', done, total}, at most every PROGRESS_MS
 //   on failure: {type:'error', code, message}
 //
@@ -108,12 +108,12 @@ const handlers = {
   },
 
   bottleneck(msg) {
-    const b = needFused().bottleneck(msg.layer, msg.row, msg.token, { alpha: msg.alpha });
+    const b = needFused().bottleneck(msg.layer, msg.row, msg.token, { alpha: msg.alpha, discard: msg.discard });
     return { value: { value: b.value, kind: b.kind, cut: b.cut.map((e) => ({ ...e })) } };
   },
 
   mixedLayer(msg) {
-    const m = own(needFused().mixedLayer(msg.layer, { alpha: msg.alpha }));
+    const m = own(needFused().mixedLayer(msg.layer, { alpha: msg.alpha, discard: msg.discard }));
     return { value: m, transfer: [m.buffer] };
   },
 };

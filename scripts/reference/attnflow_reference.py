@@ -7,7 +7,8 @@ on the golden files in tests/fixtures/golden/ and on inputs the package has neve
 (scripts/reference/compare.py).
 
     attnflow_reference.py <raw|rollout|flow> FILE [--fusion mean|max|min] [--heads 0,3]
-        [--alpha A] [--layers last|all|1,4] [--rows all|0,5] [--unnormalized] [--batch B]
+        [--alpha A] [--discard R] [--layers last|all|1,4] [--rows all|0,5] [--unnormalized]
+        [--batch B]
 
 prints {"method", "tokens", "layers" (1-based), "rows" (0-based), "scores" [layers][rows][n]},
 the same shape as the attnflow CLI (which also prints "options").
@@ -131,6 +132,20 @@ def fuse(W, fused, fusion="mean", heads=None):
     return np.stack([rownorm(combined[l]) for l in range(combined.shape[0])])
 
 
+def discard_smallest(F, ratio):
+    """vit-explain's discard_ratio, deterministic: per layer, zero the floor(ratio * n^2) smallest
+    entries (ties by row-major position), never entry (0, 0). Rows are not re-normalised here."""
+    if not 0.0 <= ratio < 1.0:
+        raise ReferenceError_(f"discard must be in [0, 1), got {ratio}")
+    out = F.copy()
+    for l in range(F.shape[0]):
+        flat = out[l].reshape(-1)
+        count = int(np.floor(ratio * flat.size))
+        smallest = np.lexsort((np.arange(flat.size), flat))[:count]  # by value, then position
+        flat[smallest[smallest != 0]] = 0.0
+    return out
+
+
 def mix_residual(F, alpha):
     """A[l] = rownorm(alpha * F[l] + (1 - alpha) * I)."""
     if not 0.0 <= alpha <= 1.0:
@@ -207,7 +222,7 @@ def attention_flow(A, layers, rows, normalize=True, progress=None):
 
 
 def compute(method, W, fused, fusion="mean", heads=None, alpha=0.5, layers="last", rows="all",
-            normalize=True, progress=None):
+            normalize=True, progress=None, discard=0.0):
     """Returns (layers 1-based, rows 0-based, scores float64 [len(layers)][len(rows)][n])."""
     L = W.shape[0]
     n = W.shape[-1]
@@ -229,11 +244,11 @@ def compute(method, W, fused, fusion="mean", heads=None, alpha=0.5, layers="last
     if method == "raw":
         scores = np.stack([F[layer - 1][rows] for layer in layers])
     elif method == "rollout":
-        A = mix_residual(F, alpha)
+        A = mix_residual(discard_smallest(F, discard), alpha)
         R = rollout(A)
         scores = np.stack([R[layer - 1][rows] for layer in layers])
     elif method == "flow":
-        A = mix_residual(F, alpha)
+        A = mix_residual(discard_smallest(F, discard), alpha)
         scores = attention_flow(A, layers, rows, normalize, progress)
     else:
         raise ReferenceError_(f"unknown method {method!r}")
@@ -256,6 +271,7 @@ def main(argv=None):
     parser.add_argument("--fusion", default="mean", choices=["mean", "max", "min"])
     parser.add_argument("--heads", default=None, help="comma list of 0-based heads")
     parser.add_argument("--alpha", type=float, default=0.5)
+    parser.add_argument("--discard", type=float, default=0.0)
     parser.add_argument("--layers", default="last", help="last|all|comma list of 1-based layers")
     parser.add_argument("--rows", default="all", help="all|comma list of 0-based rows")
     parser.add_argument("--unnormalized", action="store_true")
@@ -272,7 +288,7 @@ def main(argv=None):
             def progress(done, total):
                 print(f"reference: flow {done}/{total}", file=sys.stderr)
         layers, rows, scores = compute(args.method, W, fused, args.fusion, heads, args.alpha,
-                                       layers, rows, not args.unnormalized, progress)
+                                       layers, rows, not args.unnormalized, progress, args.discard)
     except (ReferenceError_, KeyError, ValueError, OSError) as error:
         print(f"attnflow_reference: {error}", file=sys.stderr)
         return 2

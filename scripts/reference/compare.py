@@ -2,7 +2,7 @@
 """Runs the attnflow CLI and the independent reference on one file and compares the scores.
 
     /usr/bin/python3 scripts/reference/compare.py FILE [--methods raw,rollout,flow]
-        [--fusion mean|max|min] [--heads 0,3] [--alpha A] [--layers last|all|1,4]
+        [--fusion mean|max|min] [--heads 0,3] [--alpha A] [--discard R] [--layers last|all|1,4]
         [--rows all|0,5] [--unnormalized] [--batch B] [--tol 1e-6] [--cli "node web/cli.mjs"]
 
 For each method it runs `node web/cli.mjs METHOD FILE <options>` (from the repository root) and
@@ -43,6 +43,7 @@ def main(argv=None):
     parser.add_argument("--fusion")
     parser.add_argument("--heads")
     parser.add_argument("--alpha")
+    parser.add_argument("--discard")
     parser.add_argument("--layers")
     parser.add_argument("--rows")
     parser.add_argument("--unnormalized", action="store_true")
@@ -67,7 +68,7 @@ def main(argv=None):
             atexit.register(os.unlink, temp.name)
             path = temp.name
     options = []
-    for name in ("fusion", "heads", "alpha", "layers", "rows", "batch"):
+    for name in ("fusion", "heads", "alpha", "discard", "layers", "rows", "batch"):
         value = getattr(args, name)
         if value is not None:
             options += [f"--{name}", value]

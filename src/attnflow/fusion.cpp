@@ -1,13 +1,16 @@
 // Head fusion and residual mixing; see fusion.hpp and SEMANTICS.md.
 #include "attnflow/fusion.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
+#include <numeric>
 #include <string>
+#include <vector>
 
 #include "attnflow/errors.hpp"
 
@@ -189,6 +192,30 @@ Matrix mixOne(const Matrix& fused, double alpha, int layer) {
 }
 
 }  // namespace
+
+Matrix discardSmallest(const Matrix& fused, double ratio) {
+  if (!(ratio >= 0.0 && ratio < 1.0)) {
+    throw InputError("discard must be at least 0 and below 1 (got " + formatValue(ratio) + ")");
+  }
+  const Eigen::Index size = fused.size();
+  const auto count = static_cast<Eigen::Index>(std::floor(ratio * static_cast<double>(size)));
+  Matrix kept = fused;
+  if (count == 0) return kept;
+  std::vector<Eigen::Index> order(static_cast<std::size_t>(size));
+  std::iota(order.begin(), order.end(), Eigen::Index{0});
+  const double* values = fused.data();
+  // Only which entries are the `count` smallest matters, not their order among themselves.
+  std::nth_element(order.begin(), order.begin() + (count - 1), order.end(),
+                   [values](Eigen::Index a, Eigen::Index b) {
+                     return values[a] < values[b] || (values[a] == values[b] && a < b);
+                   });
+  double* out = kept.data();
+  for (Eigen::Index k = 0; k < count; ++k) {
+    const Eigen::Index position = order[static_cast<std::size_t>(k)];
+    if (position != 0) out[position] = 0.0;
+  }
+  return kept;
+}
 
 Matrix mixResidual(const Matrix& fused, double alpha) {
   checkAlpha(alpha);

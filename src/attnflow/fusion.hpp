@@ -28,6 +28,13 @@ Matrix fuseHeads(const double* heads, int numHeads, int n, Fusion fusion,
 /// Throws InputError like fuseHeads (the message names layer, row and column; there is no head).
 Matrix takeFusedLayer(const double* fused, int n, int layer);
 
+/// jacobgil/vit-explain's "discard_ratio", made deterministic: sets to 0 the floor(ratio * n^2)
+/// smallest entries of F (ties broken by row-major position, smallest first), except entry (0, 0),
+/// which is never discarded (so fewer entries are zeroed when it is among them). Rows are not
+/// re-normalised here: mixResidual does that after adding the identity, as vit-explain does.
+/// Throws InputError unless 0 <= ratio < 1.
+Matrix discardSmallest(const Matrix& fused, double ratio);
+
 /// `rownorm(alpha * F + (1 - alpha) * I)`. Throws InputError unless 0 <= alpha <= 1 or if F is
 /// not square. A zero row of F becomes e_i for alpha < 1 and stays 0 for alpha = 1.
 Matrix mixResidual(const Matrix& fused, double alpha);

@@ -109,7 +109,7 @@ test('raw attention is the fused, row-normalised attention without residual', as
   const input = randomInput({ L: 2, H: 2, n: 4, seed: 6 });
   const result = await compute(await loadAttention(input), 'raw', { layers: [1], rows: [2], heads: [1] });
   assertClose(result.scoresFor(1, 2), input.attentions[0][1][2], 1e-12, 'head 1 alone');
-  assert.deepEqual(result.options, { fusion: 'mean', heads: [1], alpha: 0.5, layers: [1], rows: [2], normalize: true });
+  assert.deepEqual(result.options, { fusion: 'mean', heads: [1], alpha: 0.5, discard: 0, layers: [1], rows: [2], normalize: true });
 });
 
 test('a result describes itself and serialises as the CLI prints it', async () => {
@@ -187,4 +187,37 @@ test('an input beyond wasm32 gets E_TOO_LARGE before any allocation', async () =
     warnings: [], layer: () => { throw new Error('must not be read'); },
   };
   await assert.rejects(FusedAttention.create(huge), { code: 'E_TOO_LARGE', message: /pre-fuse the heads or use fewer tokens/ });
+});
+
+test('discard zeroes the smallest fused weights of each layer before the residual (vit-explain)', async () => {
+  const input = randomInput({ L: 3, H: 2, n: 5, seed: 12 });
+  const fused = await FusedAttention.create(await loadAttention(input));
+  const discard = 0.4;  // floor(0.4 * 25) = 10 entries per layer
+  const expected = input.attentions.map((heads) => {
+    const F = Array.from({ length: 5 }, (_, i) => {
+      const row = Array.from({ length: 5 }, (_, j) => heads.reduce((s, h) => s + h[i][j], 0) / heads.length);
+      const sum = row.reduce((p, q) => p + q, 0);
+      return row.map((v) => v / sum);
+    }).flat();
+    const order = F.map((v, k) => [v, k]).sort((a, b) => a[0] - b[0] || a[1] - b[1]).slice(0, 10);
+    for (const [, k] of order) if (k !== 0) F[k] = 0;
+    return Array.from({ length: 5 }, (_, i) => {
+      const mixed = F.slice(i * 5, i * 5 + 5).map((v, j) => 0.7 * v + (i === j ? 0.3 : 0));
+      const sum = mixed.reduce((p, q) => p + q, 0);
+      return mixed.map((v) => v / sum);
+    });
+  });
+  for (const l of [1, 2, 3]) {
+    assertClose(fused.mixedLayer(l, { alpha: 0.7, discard }), expected[l - 1].flat(), 1e-12, `A[${l}]`);
+  }
+  let R = expected[0];
+  for (let l = 2; l <= 3; l++) R = matmul(expected[l - 1], R);
+  const rollout = fused.compute('rollout', { alpha: 0.7, discard, rows: [4] });
+  assertClose(rollout.scoresFor(3, 4), R[4], 1e-12, 'rollout with discard');
+  assert.equal(rollout.options.discard, discard);
+  // Raw attention ignores discard; discard 0 is the default.
+  assert.deepEqual(fused.compute('raw', { discard }).scores, fused.compute('raw').scores);
+  assert.deepEqual(fused.compute('flow', { discard: 0 }).scores, fused.compute('flow').scores);
+  assert.throws(() => fused.compute('flow', { discard: 1 }), { code: 'E_OPTION', message: /discard must be a number in \[0, 1\)/ });
+  fused.dispose();
 });

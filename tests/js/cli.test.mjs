@@ -46,7 +46,7 @@ test('options reach the computation and the output reflects them', () => {
   const out = JSON.parse(stdout);
   assert.deepEqual(out.layers, [1, 2]);
   assert.deepEqual(out.rows, [1, 2]);
-  assert.deepEqual(out.options, { fusion: 'max', heads: [1], alpha: 1, layers: [1, 2], rows: [1, 2], normalize: true });
+  assert.deepEqual(out.options, { fusion: 'max', heads: [1], alpha: 1, discard: 0, layers: [1, 2], rows: [1, 2], normalize: true });
   // alpha = 1 with head 1 only: layer 1 is the identity, layer 2 uniform, so rollout is uniform.
   for (const row of out.scores[1]) for (const v of row) assert.ok(Math.abs(v - 1 / 3) < 1e-12);
   assert.deepEqual(out.scores[0], [[0, 1, 0], [0, 0, 1]]);
@@ -87,6 +87,7 @@ const BAD = [
   ['bad list', ['flow', '@GOOD', '--rows', '1,x'], /--rows must be/],
   ['head out of range', ['flow', '@GOOD', '--heads', '2'], /heads: 2 is out of range/],
   ['bad fusion', ['flow', '@GOOD', '--fusion', 'median'], /fusion must be one of mean, max, min/],
+  ['discard out of range', ['rollout', '@GOOD', '--discard', '1'], /discard must be a number in \[0, 1\)/],
   ['empty file', ['flow', '@EMPTY'], /empty/i],
   ['truncated JSON', ['flow', '@TRUNCATED'], /truncated|ends/i],
   ['ragged row', ['flow', '@RAGGED'], /layer 1, head 1, row 2/],
