@@ -268,3 +268,20 @@ TEST_CASE("mixResidual: alpha 0, 0.5, 1 and out-of-range alpha") {
                          "layer 2 must be square (got 3 x 2)", InputError);
   }
 }
+
+TEST_CASE("discardSmallest zeroes the smallest entries, ties by position, never (0, 0)") {
+  attnflow::Matrix f(2, 2);
+  f << 0.1, 0.4, 0.2, 0.2;
+  // ratio 0.5 of 4 entries: the 2 smallest are (0,0)=0.1 (kept: never discarded) and (1,0)=0.2
+  // (ties with (1,1)=0.2 go to the earlier position).
+  attnflow::Matrix expected(2, 2);
+  expected << 0.1, 0.4, 0.0, 0.2;
+  CHECK(attnflow::discardSmallest(f, 0.5) == expected);
+  // floor(0.74 * 4) = 2 as well; 0.75 -> 3 smallest: (0,0) kept, (1,0) and (1,1) zeroed.
+  CHECK(attnflow::discardSmallest(f, 0.74) == expected);
+  expected << 0.1, 0.4, 0.0, 0.0;
+  CHECK(attnflow::discardSmallest(f, 0.75) == expected);
+  CHECK(attnflow::discardSmallest(f, 0.0) == f);
+  CHECK_THROWS_AS(attnflow::discardSmallest(f, 1.0), attnflow::InputError);
+  CHECK_THROWS_AS(attnflow::discardSmallest(f, -0.1), attnflow::InputError);
+}
