@@ -33,7 +33,8 @@ const ui = {
   error: $('error'), warnings: $('warnings'),
   target: $('target'), layer: $('layer'), layerOut: $('layer-out'),
   headsBox: $('heads-box'), heads: $('heads'), headsAll: $('heads-all'), headsInvert: $('heads-invert'),
-  alpha: $('alpha'), alphaOut: $('alpha-out'), scale: $('scale'), palette: $('palette'),
+  alpha: $('alpha'), alphaOut: $('alpha-out'), discard: $('discard'), discardOut: $('discard-out'),
+  scale: $('scale'), palette: $('palette'),
   computeAll: $('compute-all'), exportJson: $('export-json'), exportCsv: $('export-csv'),
   results: $('results'), readout: $('readout'),
   strips: $('strips'), stripsSub: $('strips-sub'), stripsLegend: $('strips-legend'),
@@ -47,7 +48,7 @@ const client = new AttnflowWorker();
 
 /** Settings chosen in the controls. `shown` holds the settings of what is displayed. */
 const settings = {
-  targets: [0], layer: 1, fusion: 'mean', heads: null, alpha: 0.5,
+  targets: [0], layer: 1, fusion: 'mean', heads: null, alpha: 0.5, discard: 0,
   methods: [...METHODS], scale: 'row', sink: null, threshold: 0.05, filter: 'source',
 };
 let summary = null;       // LoadSummary of the input on display
@@ -59,7 +60,7 @@ let generation = 0;
 let running = null;       // {gen, started, long} while a refresh waits for the worker
 
 // ---------------------------------------------------------------------------------------------
-// Result cache: per fusion/heads(/alpha), results for all layers and some rows.
+// Result cache: per fusion/heads(/alpha/discard), results for all layers and some rows.
 
 /**
  * Several WorkerResults of one method (different rows, possibly only some layers) seen as one.
@@ -95,8 +96,11 @@ class ResultSet {
 }
 
 let cache = new Map();
-const keyOf = (method, s) => `${method}|${s.fusion}|${s.heads ? s.heads.join(',') : 'all'}|${method === 'raw' ? '' : s.alpha}`;
-const graphKey = (s) => `${s.fusion}|${s.heads ? s.heads.join(',') : 'all'}|${s.alpha}`;
+// Raw attention does not depend on alpha or discard, so its cache entry is shared by all of them.
+const keyOf = (method, s) => `${method}|${s.fusion}|${s.heads ? s.heads.join(',') : 'all'}|${method === 'raw' ? '' : `${s.alpha}|${s.discard}`}`;
+const graphKey = (s) => `${s.fusion}|${s.heads ? s.heads.join(',') : 'all'}|${s.alpha}|${s.discard}`;
+/** Residual settings for captions: the discard fraction only when it is in use. */
+const residualText = (v) => `α = ${v.alpha}${v.discard ? `, discard ${v.discard}` : ''}`;
 let mixedCache = new Map();   // graphKey -> Map(layer -> Float64Array)
 let cutCache = new Map();     // graphKey|layer|row|sink -> bottleneck
 
@@ -273,6 +277,8 @@ function syncControls(s) {
   ui.layerOut.textContent = `${s.layer} of ${summary.numLayers}`;
   ui.alpha.value = String(s.alpha);
   ui.alphaOut.textContent = String(s.alpha);
+  ui.discard.value = String(s.discard);
+  ui.discardOut.textContent = String(s.discard);
   for (const r of document.querySelectorAll('input[name="fusion"]')) r.checked = r.value === s.fusion;
   for (const c of ui.heads.querySelectorAll('input')) c.checked = !s.heads || s.heads.includes(Number(c.value));
   for (const c of document.querySelectorAll('input[name="method"]')) c.checked = s.methods.includes(c.value);
@@ -339,6 +345,12 @@ ui.alpha.addEventListener('input', () => {
   settings.alpha = Number(ui.alpha.value);
   ui.alphaOut.textContent = String(settings.alpha);
   clearTimeout(alphaTimer);
+  alphaTimer = setTimeout(() => refresh(), 120);
+});
+ui.discard.addEventListener('input', () => {
+  settings.discard = Number(ui.discard.value);
+  ui.discardOut.textContent = String(settings.discard);
+  clearTimeout(alphaTimer);  // shares the debounce with alpha: one refresh for both
   alphaTimer = setTimeout(() => refresh(), 120);
 });
 for (const c of document.querySelectorAll('input[name="method"]')) {
@@ -501,7 +513,7 @@ async function parallelFlow(s, abort, progress) {
   const pool = await ParallelAttention.open({ bytes, name: sourceName },
     { workers, fusion: s.fusion, heads: summary.fused ? null : s.heads, signal: abort.signal });
   try {
-    return await pool.compute('flow', { alpha: s.alpha, layers: 'all', rows: 'all', onProgress: progress, signal: abort.signal });
+    return await pool.compute('flow', { alpha: s.alpha, discard: s.discard, layers: 'all', rows: 'all', onProgress: progress, signal: abort.signal });
   } finally {
     pool.close();
   }
@@ -552,7 +564,7 @@ async function refresh({ all = false, keepRunning = false, gen = 0, focus = null
           r = await parallelFlow(s, running.abort, progress);
           if (stale()) return;
         }
-        r ??= await client.compute(method, { alpha: s.alpha, layers: staged ? [s.layer] : 'all', rows, onProgress: progress });
+        r ??= await client.compute(method, { alpha: s.alpha, discard: s.discard, layers: staged ? [s.layer] : 'all', rows, onProgress: progress });
         if (stale()) return;
         // All rows supersede the single rows.
         results[method] = rows === 'all' ? new ResultSet(method, [r]) : set.with(r);
@@ -570,14 +582,14 @@ async function refresh({ all = false, keepRunning = false, gen = 0, focus = null
     const mixed = mixedCache.get(gk);
     for (let l = 1; l <= s.layer; l++) {
       if (!mixed.has(l)) {
-        const m = await client.mixedLayer(l, { alpha: s.alpha });
+        const m = await client.mixedLayer(l, { alpha: s.alpha, discard: s.discard });
         if (stale()) return;
         mixed.set(l, m);
       }
     }
     const ck = `${gk}|${s.layer}|${target}|${sink}`;
     if (!cutCache.has(ck)) {
-      const b = await client.bottleneck(s.layer, target, sink, { alpha: s.alpha });
+      const b = await client.bottleneck(s.layer, target, sink, { alpha: s.alpha, discard: s.discard });
       if (stale()) return;
       cutCache.set(ck, b);
     }
@@ -590,7 +602,7 @@ async function refresh({ all = false, keepRunning = false, gen = 0, focus = null
     const missing = s.targets.filter((t) => !results.flow.complete(t, summary.numLayers));
     if (missing.length) {
       busy('Flow for every layer…');
-      const r = await client.compute('flow', { alpha: s.alpha, layers: 'all', rows: missing, onProgress: onProgress('Flow, every layer') });
+      const r = await client.compute('flow', { alpha: s.alpha, discard: s.discard, layers: 'all', rows: missing, onProgress: onProgress('Flow, every layer') });
       if (stale()) return;
       results.flow = results.flow.with(r);
       cache.set(keyOf('flow', s), results.flow);
@@ -610,7 +622,7 @@ async function refresh({ all = false, keepRunning = false, gen = 0, focus = null
 }
 
 function sameSettings(a, b) {
-  const key = (x) => JSON.stringify([x.targets, x.layer, x.fusion, x.heads, x.alpha, x.sink]);
+  const key = (x) => JSON.stringify([x.targets, x.layer, x.fusion, x.heads, x.alpha, x.discard, x.sink]);
   return key(a) === key(b);
 }
 
@@ -655,7 +667,7 @@ async function draw(gen = generation) {
   }));
   ui.stripsSub.textContent = `Share of each input token in ${v.targets.length > 1
     ? `targets ${v.targets.join(', ')}` : `target ${target} ${tok(target)}`} at layer ${v.layer} of ${summary.numLayers}`
-    + ` · ${summary.fused ? 'pre-fused heads' : `${v.fusion} of ${v.heads ? `heads ${v.heads.join(', ')}` : 'all heads'}`} · α = ${v.alpha} · click a token to make it the target`;
+    + ` · ${summary.fused ? 'pre-fused heads' : `${v.fusion} of ${v.heads ? `heads ${v.heads.join(', ')}` : 'all heads'}`} · ${residualText(v)} · click a token to make it the target`;
   const rows = [];
   for (const m of v.methods) for (const t of v.targets) rows.push(shown.results[m].scoresFor(v.layer, t));
   const range = legendRange(v.scale, rows);
@@ -709,7 +721,7 @@ function redrawGraph() {
   graphInfo = graphSVG({
     tokens: summary.tokens, layer: v.layer, target, sink: shown.sink, mixed: shown.mixed,
     threshold: v.threshold, filter: v.filter, bottleneck: shown.bottleneck,
-    flowRow: shown.results.flow.scoresFor(v.layer, target), alpha: v.alpha, width,
+    flowRow: shown.results.flow.scoresFor(v.layer, target), alpha: v.alpha, discard: v.discard, width,
   });
   ui.graph.replaceChildren(graphInfo.svg);
   describeBottleneck(v);
@@ -777,7 +789,7 @@ function exportSVG(which) {
   if (which === 'strips') {
     return stripsSVG({
       tokens: summary.tokens, layer: v.layer, targets: v.targets, methods: v.methods, results: shown.results, scale: v.scale,
-      title: `Attribution to input tokens: ${v.targets.length > 1 ? `targets ${v.targets.join(', ')}` : `target ${tok(target)}`}, layer ${v.layer} of ${summary.numLayers}, α = ${v.alpha}`,
+      title: `Attribution to input tokens: ${v.targets.length > 1 ? `targets ${v.targets.join(', ')}` : `target ${tok(target)}`}, layer ${v.layer} of ${summary.numLayers}, ${residualText(v)}`,
     });
   }
   if (which === 'heatmaps') {
@@ -800,7 +812,7 @@ function exportSVG(which) {
     const W = Math.max(x - 16, 300);
     return svg('svg', { xmlns: 'http://www.w3.org/2000/svg', width: W, height: height + 40, viewBox: `0 0 ${W} ${height + 40}`, 'font-family': FONT }, [
       svg('rect', { width: W, height: height + 40, fill: '#ffffff' }),
-      svg('text', { x: 36, y: 22, 'font-size': 15, 'font-weight': 600, fill: '#1d2430' }, `Target ${tok(target)}: attribution per layer, α = ${v.alpha}`),
+      svg('text', { x: 36, y: 22, 'font-size': 15, 'font-weight': 600, fill: '#1d2430' }, `Target ${tok(target)}: attribution per layer, ${residualText(v)}`),
       ...g,
     ]);
   }

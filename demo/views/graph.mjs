@@ -13,10 +13,10 @@ const EDGE = '#34466b';
  * @param {{tokens: string[], layer: number, target: number, sink: number,
  *   mixed: Float64Array[], threshold: number, filter: 'all'|'source'|'path',
  *   bottleneck: {value:number, cut:{layer:number,from:number,to:number,capacity:number}[], kind:string}|null,
- *   flowRow: Float64Array, alpha: number, width: number}} p mixed[l-1] is A[l], flat n*n.
+ *   flowRow: Float64Array, alpha: number, discard?: number, width: number}} p mixed[l-1] is A[l], flat n*n.
  */
 export function graphSVG(p) {
-  const { tokens, layer: top, target, sink, mixed, threshold, filter, bottleneck, flowRow, alpha } = p;
+  const { tokens, layer: top, target, sink, mixed, threshold, filter, bottleneck, flowRow, alpha, discard = 0 } = p;
   const n = tokens.length;
   const W = Math.max(480, p.width);
   const left = 64;
@@ -77,7 +77,7 @@ export function graphSVG(p) {
   });
   root.append(svg('rect', { width: W, height: H, fill: '#ffffff' }));
   root.append(svg('text', { x: left, y: 20, 'font-size': 13, 'font-weight': 600, fill: '#1d2430' },
-    `Flow network: “${ellipsize(showToken(tokens[target]), 24)}” at layer ${top} → “${ellipsize(showToken(tokens[sink]), 24)}” (input), α = ${alpha}`));
+    `Flow network: “${ellipsize(showToken(tokens[target]), 24)}” at layer ${top} → “${ellipsize(showToken(tokens[sink]), 24)}” (input), α = ${alpha}${discard ? `, discard ${discard}` : ''}`));
 
   // Layer guides and labels.
   for (let l = 0; l <= top; l++) {

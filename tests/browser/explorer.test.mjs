@@ -41,11 +41,11 @@ async function openPage({ width = 1280, height = 800 } = {}) {
 }
 
 /** The package's own scores computed in Node, keyed by method. */
-async function expected(bytes, name, { layer, target, fusion = 'mean', heads = null, alpha = 0.5 }) {
+async function expected(bytes, name, { layer, target, fusion = 'mean', heads = null, alpha = 0.5, discard = 0 }) {
   const data = await loadAttention(bytes, { name });
   const out = {};
   for (const method of METHODS) {
-    const r = await compute(data, method, { layers: [layer], rows: [target], fusion, heads, alpha });
+    const r = await compute(data, method, { layers: [layer], rows: [target], fusion, heads, alpha, discard });
     out[method] = Array.from(r.scoresFor(layer, target));
   }
   return out;
@@ -144,6 +144,63 @@ test('an uploaded file: scores equal the package; switch target by click, layer,
   assert.ok(readout.includes(value), `focus shows the exact value (${value} in "${readout}")`);
   await page.keyboard.press('Enter');
   await waitDone(page, { target: 5, layer: 2 });
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
+test('discard smallest: rollout and flow equal the package with the same {alpha, discard}; raw unchanged', { timeout: 120_000 }, async () => {
+  const { page, context, errors } = await openPage();
+  const L = 3;
+  const H = 4;
+  const n = 10;
+  const tokens = Array.from({ length: n }, (_, i) => `d${i}`);
+  const bytes = Buffer.from(toJson(tokens, randomAttention({ L, H, n, seed: 2024, sharp: 4 }), L, H));
+  await page.setInputFiles('[data-testid="attention-file"]', { name: 'discard.json', mimeType: 'application/json', buffer: bytes });
+  await waitDone(page, { file: 'discard.json', layer: L, target: 0, count: 3 * n });
+  assert.equal(await page.inputValue('#discard'), '0', 'default 0 (the paper)');
+  const before = await readCells(page);
+  const byKey = (cells) => new Map(cells.map((c) => [`${c.method}|${c.index}`, c.value]));
+  assertCellsEqual(before, await expected(bytes, 'discard.json', { layer: L, target: 0 }), { layer: L, target: 0, tokens });
+  assert.ok(!(await page.textContent('#strips-sub')).includes('discard'), 'no discard in the caption at 0');
+
+  // 0.3 through the slider (input events, as dragging it fires).
+  await setRange(page, '#discard', 0.3);
+  assert.equal(await page.textContent('#discard-out'), '0.3');
+  await page.waitForFunction(() => document.getElementById('strips-sub').textContent.includes('α = 0.5, discard 0.3'));
+  await waitDone(page, { layer: L, target: 0, count: 3 * n });
+  const cells = await readCells(page);
+  const want = await expected(bytes, 'discard.json', { layer: L, target: 0, alpha: 0.5, discard: 0.3 });
+  assertCellsEqual(cells, want, { layer: L, target: 0, tokens });
+  const was = byKey(before);
+  for (const c of cells.filter((x) => x.method === 'raw')) assert.equal(c.value, was.get(`raw|${c.index}`), `raw token ${c.index} unchanged`);
+  // The discard changes rollout and flow here (else the check above could not fail).
+  assert.ok(cells.some((c) => c.method !== 'raw' && Math.abs(c.value - was.get(`${c.method}|${c.index}`)) > 1e-6), 'discard 0.3 changes rollout/flow');
+  assert.match(await page.textContent('#graph svg'), /α = 0\.5, discard 0\.3/);
+
+  // With another alpha, and a different target (graph and bottleneck recomputed with discard).
+  await setRange(page, '#alpha', 0.7);
+  await page.waitForFunction(() => document.getElementById('strips-sub').textContent.includes('α = 0.7, discard 0.3'));
+  await page.click('[data-testid="token-score"][data-method="flow"][data-index="3"]');
+  await waitDone(page, { layer: L, target: 3, count: 3 * n });
+  assertCellsEqual(await readCells(page), await expected(bytes, 'discard.json', { layer: L, target: 3, alpha: 0.7, discard: 0.3 }), { layer: L, target: 3, tokens });
+
+  // Keyboard: the slider is focusable; End = 0.95, Home = 0.
+  await page.focus('#discard');
+  await page.keyboard.press('End');
+  await page.waitForFunction(() => document.getElementById('strips-sub').textContent.includes('discard 0.95'));
+  await waitDone(page, { layer: L, target: 3, count: 3 * n });
+  assertCellsEqual(await readCells(page), await expected(bytes, 'discard.json', { layer: L, target: 3, alpha: 0.7, discard: 0.95 }), { layer: L, target: 3, tokens });
+  await page.screenshot({ path: `${OUT}explorer-discard-1280x800.png` });
+  await page.keyboard.press('Home');
+  await page.waitForFunction(() => !document.getElementById('strips-sub').textContent.includes('discard'));
+  await waitDone(page, { layer: L, target: 3, count: 3 * n });
+  assertCellsEqual(await readCells(page), await expected(bytes, 'discard.json', { layer: L, target: 3, alpha: 0.7 }), { layer: L, target: 3, tokens });
+  // Every slider is named by its label (an <output> inside a <label> would otherwise take the label).
+  assert.match(await page.getAttribute('#discard', 'aria-describedby') ?? '', /discard-hint/);
+  const labels = await page.$$eval('input[type="range"]', (els) => els.map((e) => [e.id, e.labels?.[0]?.textContent ?? '']));
+  assert.equal(labels.length, 4);
+  for (const [id, text] of labels) assert.ok(text.trim().length > 0, `#${id} has a label`);
+  assert.match(Object.fromEntries(labels).discard, /Discard smallest/);
   assert.deepEqual(errors, []);
   await context.close();
 });
@@ -265,7 +322,7 @@ test('exports: SVG, PNG, JSON and CSV downloads hold the displayed scores', { ti
   const ri = flow.rows.indexOf(cells[0].target);
   for (const c of cells.filter((x) => x.method === 'flow')) assert.equal(flow.scores[li][ri][c.index], c.value);
   const csv = (await grab('#export-csv')).bytes.toString('utf8').trim().split('\n');
-  assert.equal(csv[0], 'method,layer,target,target_token,index,token,score,fusion,heads,alpha');
+  assert.equal(csv[0], 'method,layer,target,target_token,index,token,score,fusion,heads,alpha,discard');
   const rollout0 = cells.find((c) => c.method === 'rollout' && c.index === 0);
   assert.ok(csv.some((line) => line.startsWith(`rollout,${layer},${rollout0.target},`) && line.includes(`,${rollout0.value},`)));
   await context.close();
