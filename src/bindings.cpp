@@ -90,7 +90,6 @@ class Session {
  public:
   explicit Session(int numTokens) : numTokens_(numTokens) {}
 
-  int numTokens() const { return numTokens_; }
   int numLayers() const { return static_cast<int>(fused_.size()); }
 
   /// Appends the next layer from numHeads x n x n head-major weights.
@@ -242,7 +241,6 @@ EMSCRIPTEN_BINDINGS(attnflow) {
   emscripten::function("takePendingError", &takePendingError);
   emscripten::class_<Session>("Session")
       .constructor<int>()
-      .function("numTokens", &Session::numTokens)
       .function("numLayers", &Session::numLayers)
       .function("addHeads", &Session::addHeads)
       .function("addFused", &Session::addFused)

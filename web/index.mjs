@@ -4,13 +4,12 @@ import { AttnflowError, fail } from './errors.mjs';
 import { call, loadModule, readDoubles, withAllocation, withInts } from './engine.mjs';
 import { resolveCompute, resolveFusion } from './options.mjs';
 import { Result } from './result.mjs';
+import { MAX_WASM_BYTES } from './loaders/data.mjs';
 
 export { AttnflowError } from './errors.mjs';
 export { loadAttention } from './loaders/index.mjs';
 
 const FUSION_CODES = { mean: 0, max: 1, min: 2 };
-// wasm32 addresses 4 GB; leave room for the module itself and for copying results out.
-const HEAP_LIMIT_BYTES = 3.5 * 2 ** 30;
 
 /** Loads and compiles the WebAssembly module once; later calls return the same promise. */
 export async function init() {
@@ -47,8 +46,8 @@ export class FusedAttention {
     // The heap holds the fused stack, its residual-mixed copy, a cached full rollout, one layer
     // of input and one of output.
     const bytesNeeded = 8 * (3 * data.numLayers * n * n + valuesPerLayer + n * n);
-    if (bytesNeeded > HEAP_LIMIT_BYTES) {
-      fail('E_TOO_LARGE', `this input needs about ${(bytesNeeded / 2 ** 30).toFixed(1)} GB inside the WebAssembly module, more than the ${HEAP_LIMIT_BYTES / 2 ** 30} GB wasm32 allows (${data.numLayers} layers, ${data.fused ? 'pre-fused' : `${data.numHeads} heads`}, ${n} tokens): pre-fuse the heads or use fewer tokens`);
+    if (bytesNeeded > MAX_WASM_BYTES) {
+      fail('E_TOO_LARGE', `this input needs about ${(bytesNeeded / 2 ** 30).toFixed(1)} GB inside the WebAssembly module, more than the ${MAX_WASM_BYTES / 2 ** 30} GB wasm32 allows (${data.numLayers} layers, ${data.fused ? 'pre-fused' : `${data.numHeads} heads`}, ${n} tokens): pre-fuse the heads or use fewer tokens`);
     }
     const session = new M.Session(n);
     try {

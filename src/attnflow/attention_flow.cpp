@@ -108,6 +108,14 @@ void checkRows(int n, const std::vector<int>& rows, int layer) {
   for (int r : rows) checkRow(n, r, layer);
 }
 
+/// Validates a request for `rows` at `layer` and returns n.
+int checkRequest(const LayerStack& A, int layer, const std::vector<int>& rows) {
+  const int n = checkStack(A);
+  checkLayer(A, layer);
+  checkRows(n, rows, layer);
+  return n;
+}
+
 void report(const Progress& progress, std::size_t done, std::size_t total) {
   if (progress && !progress(done, total)) throw Cancelled();
 }
@@ -917,9 +925,7 @@ class FlowEngine {
 
 Matrix attentionFlow(const LayerStack& A, int layer, const std::vector<int>& rows,
                      const Progress& progress) {
-  const int n = checkStack(A);
-  checkLayer(A, layer);
-  checkRows(n, rows, layer);
+  const int n = checkRequest(A, layer, rows);
   Matrix out(static_cast<Index>(rows.size()), n);
   const std::size_t total = rows.size() * static_cast<std::size_t>(n);
   report(progress, 0, total);
@@ -984,9 +990,7 @@ struct FullGraph {
 
 Matrix attentionFlowReference(const LayerStack& A, int layer, const std::vector<int>& rows,
                               const Progress& progress) {
-  const int n = checkStack(A);
-  checkLayer(A, layer);
-  checkRows(n, rows, layer);
+  const int n = checkRequest(A, layer, rows);
   Matrix out(static_cast<Index>(rows.size()), n);
   const std::size_t total = rows.size() * static_cast<std::size_t>(n);
   report(progress, 0, total);
