@@ -2,7 +2,7 @@
 // plain JS products and the closed forms of SEMANTICS.md.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { AttnflowError, FusedAttention, compute, init, loadAttention } from 'attnflow';
+import { AttnflowError, FusedAttention, compute, loadAttention } from 'attnflow';
 import { mulberry32 as random } from '../../bench/synthetic.mjs';
 
 
@@ -48,11 +48,6 @@ function assertClose(actual, expected, tolerance, what) {
       `${what}[${i}]: ${actual[i]} vs ${expected[i]}`);
   }
 }
-
-test('init is cached and idempotent', async () => {
-  await Promise.all([init(), init()]);
-  await init();
-});
 
 test('rollout equals the naive product of mixed matrices, for every layer and row', async () => {
   const input = randomInput({ L: 4, H: 3, n: 7, seed: 1 });
