@@ -70,6 +70,11 @@ std::vector<int> intList(std::uintptr_t address, int count) {
   return std::vector<int>(first, first + count);
 }
 
+std::vector<double> doubleList(std::uintptr_t address, int count) {
+  const double* first = fromAddress<double>(address);
+  return std::vector<double>(first, first + count);
+}
+
 Eigen::Map<attnflow::Matrix> outputMatrix(std::uintptr_t out, Eigen::Index rows, Eigen::Index cols) {
   return Eigen::Map<attnflow::Matrix>(reinterpret_cast<double*>(out), rows, cols);
 }
@@ -137,8 +142,10 @@ class Session {
   /// Flow for each of `numLayers` layers (1-based list) and the same rows, written layer after
   /// layer. `onProgress(done, total)` is called after the first problems, then at most every 50 ms;
   /// returning false cancels.
+  /// sinkValues: 0, or the address of the numTokens certificate sink values of this request
+  /// (certificateSinkValues, computed in parts by a pool of workers).
   void flow(double alpha, double discard, std::uintptr_t layers, int numLayers, std::uintptr_t rows, int numRows,
-            bool normalize, val onProgress, std::uintptr_t out) {
+            bool normalize, std::uintptr_t sinkValues, val onProgress, std::uintptr_t out) {
     guarded([&] {
       const attnflow::LayerStack& a = mixed(alpha, discard);
       const std::vector<int> layerList = intList(layers, numLayers);
@@ -157,7 +164,7 @@ class Session {
       };
       // All layers in one call: they share the sink halves of the flow certificate.
       const std::vector<attnflow::Matrix> values =
-          attnflow::attentionFlowLayers(a, layerList, rowList, progress);
+          attnflow::attentionFlowLayers(a, layerList, rowList, progress, doubleList(sinkValues, sinkValues ? numTokens_ : 0));
       double* target = reinterpret_cast<double*>(out);
       for (attnflow::Matrix layerValues : values) {
         if (normalize) {
@@ -170,6 +177,21 @@ class Session {
         target += perLayer;
       }
       if (reports) onProgress(static_cast<double>(total), static_cast<double>(total));
+    });
+  }
+
+  /// The middle layer of the flow certificate for these layers and a share of numRows rows (0: none).
+  int certificateMiddleLayer(std::uintptr_t layers, int numLayers, int numRows) {
+    return guarded([&] {
+      return attnflow::certificateMiddleLayer(fused_, intList(layers, numLayers), static_cast<std::size_t>(numRows));
+    });
+  }
+
+  /// Writes the certificate sink values of sinks first..last-1 at middle layer h to out.
+  void certificateSinkValues(double alpha, double discard, int h, int first, int last, std::uintptr_t out) {
+    guarded([&] {
+      const std::vector<double> values = attnflow::certificateSinkValues(mixed(alpha, discard), h, first, last);
+      std::copy(values.begin(), values.end(), reinterpret_cast<double*>(out));
     });
   }
 
@@ -247,6 +269,8 @@ EMSCRIPTEN_BINDINGS(attnflow) {
       .function("raw", &Session::raw)
       .function("rollout", &Session::rollout)
       .function("flow", &Session::flow)
+      .function("certificateMiddleLayer", &Session::certificateMiddleLayer)
+      .function("certificateSinkValues", &Session::certificateSinkValues)
       .function("bottleneck", &Session::bottleneck)
       .function("mixedLayer", &Session::mixedLayer);
 }

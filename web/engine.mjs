@@ -81,3 +81,11 @@ export function withInts(M, values, body) {
     return body(address);
   });
 }
+
+/** Writes float64 values into the heap for the duration of `body(address)`. */
+export function withDoubles(M, values, body) {
+  return withAllocation(M, values.length * 8, (address) => {
+    M.HEAPF64.set(values, address >> 3);
+    return body(address);
+  });
+}

@@ -95,6 +95,20 @@ export interface ComputeOptions extends FusionOptions {
   normalize?: boolean;
   /** Flow only: called between max-flow problems; return false to cancel (E_CANCELLED). */
   onProgress?: (done: number, total: number) => boolean | void;
+  /**
+   * Flow only, for splitting one computation by rows over threads: the n sink values of the
+   * certificate, joined from FusedAttention.certificateSinks parts, so that they are not computed
+   * again for every share. The numbers are the same with or without.
+   */
+  sinkValues?: Float64Array;
+}
+
+/** Part of the flow certificate's sink values (see FusedAttention.certificateSinks). */
+export interface CertificateSinks {
+  /** The certificate's middle layer; 0 when this request uses no certificate (values empty). */
+  middleLayer: number;
+  /** Sink values for sinks first..last-1. */
+  values: Float64Array;
 }
 
 /** The options a result was computed with, all defaults filled in. */
@@ -157,6 +171,13 @@ export class FusedAttention {
   bottleneck(layer: number, row: number, token: number, options?: { alpha?: number; discard?: number }): Bottleneck;
   /** The residual-mixed matrix A[layer] (1-based) as flat n*n, for drawing the flow graph. */
   mixedLayer(layer: number, options?: { alpha?: number; discard?: number }): Float64Array;
+  /**
+   * For splitting a flow computation by rows over threads (as web/parallel.mjs does): the sink
+   * values of its certificate for sinks first..last-1, when each share has shareRows rows or more.
+   * Each thread computes a part; the joined values go to every share's compute as sinkValues.
+   */
+  certificateSinks(options: { alpha?: number; discard?: number; layers?: 'last' | 'all' | number[] },
+                   shareRows: number, first: number, last: number): CertificateSinks;
   dispose(): void;
 }
 

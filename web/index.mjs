@@ -1,7 +1,7 @@
 // attnflow's public API (typed in index.d.ts): load attention data, fuse heads once inside the
 // WebAssembly module, then compute raw attention, rollout or exact attention flow.
 import { AttnflowError, fail } from './errors.mjs';
-import { call, loadModule, readDoubles, withAllocation, withInts } from './engine.mjs';
+import { call, loadModule, readDoubles, withAllocation, withDoubles, withInts } from './engine.mjs';
 import { resolveCompute, resolveFusion } from './options.mjs';
 import { Result } from './result.mjs';
 import { MAX_WASM_BYTES } from './loaders/data.mjs';
@@ -14,6 +14,15 @@ const FUSION_CODES = { mean: 0, max: 1, min: 2 };
 /** Loads and compiles the WebAssembly module once; later calls return the same promise. */
 export async function init() {
   await loadModule();
+}
+
+/** compute's sinkValues option: absent (empty) or one finite value per token. */
+function checkedSinkValues(values, n) {
+  if (values === undefined || values === null) return new Float64Array(0);
+  if (!(values instanceof Float64Array) || values.length !== n || !values.every(Number.isFinite)) {
+    fail('E_OPTION', `sinkValues must be a Float64Array of ${n} finite numbers (from certificateSinks)`);
+  }
+  return values;
 }
 
 function bottleneckKind(cut, layer, row, token) {
@@ -90,8 +99,10 @@ export class FusedAttention {
           const onProgress = options.onProgress
             ? (done, total) => options.onProgress(done, total) !== false
             : undefined;
-          withInts(M, layers, (layersAddress) => call(M, () => session.flow(
-            alpha, discard, layersAddress, layers.length, rowsAddress, rows.length, normalize, onProgress, out)));
+          const sinkValues = checkedSinkValues(options.sinkValues, n);
+          withInts(M, layers, (layersAddress) => withDoubles(M, sinkValues, (sinkAddress) => call(M, () => session.flow(
+            alpha, discard, layersAddress, layers.length, rowsAddress, rows.length, normalize,
+            sinkValues.length ? sinkAddress : 0, onProgress, out))));
         } else {
           layers.forEach((layer, i) => {
             const target = out + i * perLayer * 8;
@@ -129,6 +140,23 @@ export class FusedAttention {
       call(M, () => session.mixedLayer(alpha, discard, checkedLayer, out));
       return readDoubles(M, out, count);
     });
+  }
+
+  certificateSinks(options, shareRows, first, last) {
+    const session = this.#live();
+    const M = this.#module;
+    const { alpha, discard, layers } = resolveCompute('flow', { ...options, rows: [0] }, this);
+    if (!Number.isInteger(shareRows) || shareRows < 1) fail('E_OPTION', `shareRows must be a positive integer (got ${JSON.stringify(shareRows)})`);
+    if (!Number.isInteger(first) || !Number.isInteger(last) || first < 0 || first > last || last > this.numTokens) {
+      fail('E_OPTION', `sinks ${JSON.stringify(first)}..${JSON.stringify(last)} are out of range (0..${this.numTokens})`);
+    }
+    const middleLayer = withInts(M, layers, (layersAddress) => call(M, () => session.certificateMiddleLayer(layersAddress, layers.length, shareRows)));
+    if (middleLayer === 0) return { middleLayer, values: new Float64Array(0) };
+    const values = withAllocation(M, (last - first) * 8, (out) => {
+      call(M, () => session.certificateSinkValues(alpha, discard, middleLayer, first, last, out));
+      return readDoubles(M, out, last - first);
+    });
+    return { middleLayer, values };
   }
 
   dispose() {

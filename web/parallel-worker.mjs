@@ -5,7 +5,9 @@
 // Protocol (main -> worker):
 //   {type:'load', bytes: Uint8Array, name?, batch?, tokens?, fusion, heads}
 //        -> {type:'ready', summary: {tokens, numLayers, numHeads, numTokens, fused, format, warnings}}
-//   {type:'compute', id, method, options: {alpha, discard, layers, rows, normalize}}
+//   {type:'sinks', id, options: {alpha, discard, layers}, shareRows, first, last}
+//        -> {type:'sinks', id, middleLayer, values: Float64Array} (FusedAttention.certificateSinks)
+//   {type:'compute', id, method, options: {alpha, discard, layers, rows, normalize, sinkValues?}}
 //        -> {type:'progress', id, done, total} (flow only, throttled) ... then
 //           {type:'result', id, scores: Float64Array} (transferred)
 //   any failure -> {type:'error', id?, code, message}   (code null for a non-AttnflowError)
@@ -36,6 +38,11 @@ async function handle(message) {
           warnings: data.warnings ?? [],
         },
       });
+    } else if (message.type === 'sinks') {
+      const { id, options, shareRows, first, last } = message;
+      if (!fused) throw new Error('parallel worker: sinks before load');
+      const { middleLayer, values } = fused.certificateSinks(options, shareRows, first, last);
+      send({ type: 'sinks', id, middleLayer, values }, [values.buffer]);
     } else if (message.type === 'compute') {
       const { id, method, options } = message;
       if (!fused) throw new Error('parallel worker: compute before load');

@@ -10,7 +10,10 @@
 //   core shares the sink halves of its certificate between layers within a call, and rows of one
 //   layer cost about the same. Splitting by whole layers instead was capped near 1.5x, because one
 //   layer (layer 3 at alpha 0.5) alone took two thirds of the time; round-robin also balances
-//   causal inputs, where later rows cost more;
+//   causal inputs, where later rows cost more. The per-sink half of the core's certificate
+//   (about a third of a last-layer run at L=12, n=128) would be repeated by every share, so it is
+//   computed first, each worker taking a slice of the sinks, and the joined values are handed to
+//   every share (FusedAttention.certificateSinks, compute's sinkValues);
 // - one row and several layers: one task per layer, deepest first, to whichever worker is idle.
 // Cancel (AbortSignal, or onProgress returning false) terminates the workers: a flow is one
 // synchronous WebAssembly call that cannot be interrupted from outside its thread.
@@ -214,6 +217,8 @@ export class ParallelAttention {
     const { alpha, discard, layers, rows, normalize } = resolved;
     const n = this.numTokens;
     const tasks = splitWork(method, resolved, this.#workers.length);
+    // Shares of rows over the same layers can share the flow certificate's per-sink work.
+    const sharesSinks = method === 'flow' && tasks.length > 1 && tasks.every((task) => task.layers === layers);
     const scores = new Float64Array(layers.length * rows.length * n);
     const layerIndex = new Map(layers.map((layer, k) => [layer, k]));
     const rowIndex = new Map(rows.map((row, k) => [row, k]));
@@ -261,6 +266,7 @@ export class ParallelAttention {
           for (let t = 0; t < tasks.length; t++) done += shareDone[t];
           if (onProgress(Math.min(total - 1, Math.floor(done)), total) === false) finish(cancelled());
         };
+        let sinkValues;  // the certificate's sink values, joined from every worker's part
         const dispatch = (slot) => {
           if (next >= tasks.length) return;
           const id = next++;
@@ -288,9 +294,37 @@ export class ParallelAttention {
               else dispatch(slot);
             }
           };
-          slot.post({ type: 'compute', id, method, options: { alpha, discard, layers: task.layers, rows: task.rows, normalize } });
+          slot.post({ type: 'compute', id, method, options: { alpha, discard, layers: task.layers, rows: task.rows, normalize, sinkValues } });
         };
-        this.#workers.forEach(dispatch);
+        if (!sharesSinks) {
+          this.#workers.forEach(dispatch);
+          return;
+        }
+        // First every worker computes the certificate's sink values of a slice of the sinks, so
+        // that no share repeats them (a third of a last-layer run at L=12, n=128); then the shares.
+        const shareRows = Math.min(...tasks.map((task) => task.rows.length));
+        const parts = this.#workers.length;
+        const joined = new Float64Array(n);
+        let partsDone = 0;
+        let middleLayer = 0;
+        this.#workers.forEach((slot, w) => {
+          const id = tasks.length + w;
+          const first = Math.floor((n * w) / parts);
+          slot.listener = (message) => {
+            if (settled) return;
+            if (message.type === 'error') {
+              finish(message.code ? new AttnflowError(message.code, message.message) : new Error(message.message));
+            } else if (message.type === 'sinks' && message.id === id) {
+              middleLayer = message.middleLayer;
+              joined.set(message.values, first);
+              if (++partsDone === parts) {
+                if (middleLayer > 0) sinkValues = joined;
+                this.#workers.forEach(dispatch);
+              }
+            }
+          };
+          slot.post({ type: 'sinks', id, options: { alpha, discard, layers }, shareRows, first, last: Math.floor((n * (w + 1)) / parts) });
+        });
       });
     } finally {
       signal?.removeEventListener('abort', onAbort);

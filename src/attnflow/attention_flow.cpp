@@ -838,6 +838,31 @@ class FlowEngine {
       : A_(A), n_(static_cast<int>(A[0].rows())), firstT_(A[0].transpose()),
         colsum_(A[0].colwise().sum()), uniform_(static_cast<std::size_t>(n_), 1.0 / n_) {}
 
+  /// The middle layer run() uses for these layers and this many rows, or 0 for none: h = 3 for
+  /// every layer of a multi-layer run, so one layer's sink halves serve all.
+  static int middleLayerOf(const std::vector<int>& layers, std::size_t numRows) {
+    int h = 0;
+    for (int layer : layers) h = std::max(h, middleLayer(layer, numRows, layers.size() > 1));
+    return h;
+  }
+
+  /// Sink halves computed elsewhere (by certificateSinkValues, e.g. split over threads).
+  void useSinkHalves(int h, std::vector<double> values) { sinkHalves_[h] = std::move(values); }
+
+  /// V_j (see sinkHalves) for sinks j in [first, last), in that order, as sinkHalves does for
+  /// all sinks.
+  std::vector<double> sinkHalfValues(int h, int first, int last) const {
+    std::vector<double> v(static_cast<std::size_t>(std::max(0, last - first)));
+    LayeredFlow half(n_, matrices(h, 2));
+    half.setSource(uniform_.data());
+    for (int j = first; j < last; ++j) {
+      const double* c = firstT_.row(j).data();
+      const double bound = half.upperBound(c);
+      v[static_cast<std::size_t>(j - first)] = bound > kEps ? half.solve(c, bound) : 0.0;
+    }
+    return v;
+  }
+
   /// Flows from (layer, r) for r in rows into out (rows.size() x n); calls tick() after each row.
   /// shareMiddle: prefer the middle layer that other layers of the same run use too.
   template <typename Tick>
@@ -884,24 +909,18 @@ class FlowEngine {
   // one sink. On model-like inputs (bench/native/synthetic.hpp, n = 32..128) h = 3 certified
   // every pair from layer 6 up and none below; h = layer / 2 is as good and cheaper for one
   // layer on its own (shorter source halves).
-  int middleLayer(int layer, std::size_t numRows, bool shareMiddle) const {
+  static int middleLayer(int layer, std::size_t numRows, bool shareMiddle) {
     if (layer < 6 || numRows < 8) return 0;
     return shareMiddle ? 3 : layer / 2;
   }
 
   // V_j for every sink with supplies uniform_ at layer h: node layers h..1, arcs A[h]..A[2].
+  // (A sink's value does not depend on the order: solve() returns the bound itself whenever the
+  // flow meets it, and only such values certify anything.)
   const std::vector<double>& sinkHalves(int h) {
     auto it = sinkHalves_.find(h);
     if (it != sinkHalves_.end()) return it->second;
-    std::vector<double> v(static_cast<std::size_t>(n_));
-    LayeredFlow half(n_, matrices(h, 2));
-    half.setSource(uniform_.data());
-    for (int j = 0; j < n_; ++j) {
-      const double* c = firstT_.row(j).data();
-      const double bound = half.upperBound(c);
-      v[static_cast<std::size_t>(j)] = bound > kEps ? half.solve(c, bound) : 0.0;
-    }
-    return sinkHalves_.emplace(h, std::move(v)).first->second;
+    return sinkHalves_.emplace(h, sinkHalfValues(h, 0, n_)).first->second;
   }
 
   // Whether (layer, r) can deliver exactly uniform_ to the nodes of layer h (the solver's depth).
@@ -938,8 +957,8 @@ Matrix attentionFlow(const LayerStack& A, int layer, const std::vector<int>& row
 }
 
 std::vector<Matrix> attentionFlowLayers(const LayerStack& A, const std::vector<int>& layers,
-                                        const std::vector<int>& rows,
-                                        const Progress& progress) {
+                                        const std::vector<int>& rows, const Progress& progress,
+                                        const std::vector<double>& sinkValues) {
   const int n = checkStack(A);
   for (int layer : layers) {
     checkLayer(A, layer);
@@ -950,6 +969,15 @@ std::vector<Matrix> attentionFlowLayers(const LayerStack& A, const std::vector<i
   report(progress, 0, total);
   std::vector<Matrix> result;
   FlowEngine engine(A);
+  if (!sinkValues.empty()) {
+    const int h = FlowEngine::middleLayerOf(layers, rows.size());
+    if (h == 0 || sinkValues.size() != static_cast<std::size_t>(n)) {
+      throw InputError("attention flow: " + std::to_string(sinkValues.size()) +
+                       " certificate sink values given; this request takes " +
+                       (h == 0 ? std::string("none") : std::to_string(n)));
+    }
+    engine.useSinkHalves(h, sinkValues);
+  }
   for (std::size_t k = 0; k < layers.size(); ++k) {
     result.emplace_back(static_cast<Index>(rows.size()), n);
     if (rows.empty()) continue;
@@ -958,6 +986,25 @@ std::vector<Matrix> attentionFlowLayers(const LayerStack& A, const std::vector<i
     });
   }
   return result;
+}
+
+int certificateMiddleLayer(const LayerStack& A, const std::vector<int>& layers,
+                           std::size_t numRows) {
+  checkStack(A);
+  for (int layer : layers) checkLayer(A, layer);
+  return FlowEngine::middleLayerOf(layers, numRows);
+}
+
+std::vector<double> certificateSinkValues(const LayerStack& A, int middleLayer, int first,
+                                          int last) {
+  const int n = checkStack(A);
+  if (middleLayer < 2 || middleLayer > static_cast<int>(A.size()) || first < 0 || first > last ||
+      last > n) {
+    throw InputError("attention flow: no certificate sink values for middle layer " +
+                     std::to_string(middleLayer) + ", sinks " + std::to_string(first) + ".." +
+                     std::to_string(last - 1));
+  }
+  return FlowEngine(A).sinkHalfValues(middleLayer, first, last);
 }
 
 // ------------------------------------------------------------------------------------------

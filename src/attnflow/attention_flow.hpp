@@ -25,9 +25,22 @@ Matrix attentionFlow(const LayerStack& A, int layer, const std::vector<int>& row
 /// each; result[k] is rows.size() x n for layers[k]. Faster than one call per layer: the sink
 /// halves of the middle-layer certificate are shared between layers. progress counts
 /// (layer, row, token) problems over all layers. Throws InputError on a layer or row out of range.
+/// sinkValues: empty, or the n sink values of this request's certificate (see below), which are
+/// then not computed again. The result is the same either way.
 std::vector<Matrix> attentionFlowLayers(const LayerStack& A, const std::vector<int>& layers,
                                         const std::vector<int>& rows,
-                                        const Progress& progress = {});
+                                        const Progress& progress = {},
+                                        const std::vector<double>& sinkValues = {});
+
+/// For splitting one attentionFlowLayers request by rows over threads without each thread
+/// repeating the per-sink part of the certificate (a third of a last-layer run at L=12, n=128):
+/// the certificate's middle layer for these layers and a share of numRows rows (0 if it uses
+/// none), and its sink values for sinks first..last-1, to be computed in parts, joined and passed
+/// to each share's attentionFlowLayers.
+int certificateMiddleLayer(const LayerStack& A, const std::vector<int>& layers,
+                           std::size_t numRows);
+std::vector<double> certificateSinkValues(const LayerStack& A, int middleLayer, int first,
+                                          int last);
 
 /// The same numbers by one plain Dinic max-flow per (row, token) pair on the full layered graph.
 /// Slow; kept as the reference the fast path is tested against.

@@ -66,6 +66,37 @@ test('flow of one layer (rows split) equals single-threaded compute bitwise, als
   }
 });
 
+test('flow whose certificate sink values are computed in parts by the workers equals single-threaded compute bitwise', async () => {
+  // L >= 6 and shares of >= 8 rows: the core uses its middle-layer certificate, and the pool has
+  // each worker compute the sink values of a slice of the sinks, then hands all of them to every share.
+  for (const shape of [{ layers: 8, heads: 3, tokens: 24, seed: 3 }, { layers: 7, heads: 2, tokens: 24, seed: 4, causal: true }]) {
+    const bytes = syntheticNpy(shape);
+    const fused = await FusedAttention.create(await loadAttention(bytes, { name: 'x.npy' }));
+    try {
+      for (const options of [{ normalize: false }, { layers: 'all' }, { layers: [shape.layers, 6], alpha: 1 }]) {
+        const expected = fused.compute('flow', options);
+        assert.ok(fused.certificateSinks(options, 8, 0, shape.tokens).middleLayer > 0, 'the certificate is used');
+        for (const workers of [2, 3]) {
+          const actual = await computeParallel({ bytes, name: 'x.npy' }, 'flow', { ...options, workers });
+          assertBitwiseEqual(actual, expected);
+        }
+      }
+      // The parts a pool would join give the same numbers through the public option too.
+      const parts = [fused.certificateSinks({}, 12, 0, 10), fused.certificateSinks({}, 12, 10, 24)];
+      const sinkValues = new Float64Array(24);
+      sinkValues.set(parts[0].values, 0);
+      sinkValues.set(parts[1].values, 10);
+      const rows = [1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23];
+      assert.deepEqual(fused.compute('flow', { rows, sinkValues }).scores, fused.compute('flow', { rows }).scores);
+      assert.throws(() => fused.compute('flow', { rows, sinkValues: new Float64Array(3) }), { code: 'E_OPTION' });
+      assert.throws(() => fused.compute('flow', { rows: [0], sinkValues }), { code: 'E_INPUT', message: /certificate sink values given; this request takes none/ });
+      assert.throws(() => fused.certificateSinks({}, 12, 5, 25), { code: 'E_OPTION' });
+    } finally {
+      fused.dispose();
+    }
+  }
+});
+
 test('raw and rollout go through the pool unchanged; scoresFor and toJSON work', async () => {
   const bytes = syntheticNpy(SMALL);
   const pool = await ParallelAttention.open({ bytes, name: 'x.npy' }, { workers: 2 });

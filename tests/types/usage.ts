@@ -1,6 +1,6 @@
 // Compiled with `tsc --noEmit` by the test script: the .d.ts files must describe a usable API.
 import { AttnflowError, FusedAttention, compute, init, loadAttention } from 'attnflow';
-import type { Bottleneck, Result } from 'attnflow';
+import type { Bottleneck, CertificateSinks, Result } from 'attnflow';
 import { AttnflowWorker } from 'attnflow/client';
 import type { WorkerResult } from 'attnflow/client';
 import { ParallelAttention, computeParallel } from 'attnflow/parallel';
@@ -13,6 +13,8 @@ export async function usage(bytes: Uint8Array): Promise<number> {
   const rollout = fused.compute('rollout', { layers: 'all', onProgress: (done, total) => done < total });
   const cut: Bottleneck = fused.bottleneck(fused.numLayers, 0, 1, { alpha: 1 });
   const mixed: Float64Array = fused.mixedLayer(1);
+  const part: CertificateSinks = fused.certificateSinks({ layers: 'last' }, 64, 0, 64);
+  fused.compute('flow', { rows: [0, 2], sinkValues: part.middleLayer ? part.values : undefined });
   fused.dispose();
   const worker = new AttnflowWorker();
   const remote: WorkerResult = await worker.compute('raw', { rows: 'all' });
