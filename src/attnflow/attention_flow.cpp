@@ -161,6 +161,8 @@ class LayeredFlow {
     excess_.assign(uz(n_), 0.0);
     isTouched_.assign(uz(numNodes_), 0);
     excessNext_.assign(uz(n_), 0.0);
+    excessBits_.assign(uz(words_), 0);
+    excessNextBits_.assign(uz(words_), 0);
     inCap_.assign(uz(n_), 0.0);
     // Positive-capacity adjacency as bitsets, for cheap reachability.
     adjacency_.assign(mats_.size() * uz(n_) * uz(words_), 0);
@@ -385,14 +387,16 @@ class LayeredFlow {
   // the bottom nodes (excess_), for cancelExcess(). The flow is acyclic (all arcs point down), so
   // every unit leaving a node came in through some parent: walking the excess up along arcs that
   // carry flow restores conservation at every node.
+  // Only the nodes in excessBits_ may hold a non-zero excess_ (excessNext_ is all zero between
+  // layers), so the walk visits those alone instead of every node of every layer.
   void takeLeafExcess() {
+    zeroFill(excessBits_.data(), excessBits_.size());
     for (int k = 0; k < n_; ++k) {
       const double e = ft_[uz(k)] - c_[k];
       if (e > 0.0) {
         excess_[uz(k)] = e;
         ft_[uz(k)] = c_[k];
-      } else {
-        excess_[uz(k)] = 0.0;
+        set(excessBits_.data(), k);
       }
     }
   }
@@ -411,13 +415,16 @@ class LayeredFlow {
   void cancelExcess() {
     bool pushDown = true;
     bool any = false;
-    for (int k = 0; k < n_ && !any; ++k) any = excess_[uz(k)] > 0.0;
+    for (int w = 0; w < words_; ++w) any = any || excessBits_[uz(w)] != 0;
     if (!any) return;
     for (int t = depth_ - 1; t >= 1; --t) {
       double* f = flowMat(t - 1);
-      zeroFill(excessNext_.data(), excessNext_.size());
-      for (int i = 0; i < n_; ++i) {
+      zeroFill(excessNextBits_.data(), excessNextBits_.size());
+      for (int iw = 0; iw < words_; ++iw) {
+       for (std::uint64_t ibits = excessBits_[uz(iw)]; ibits != 0; ibits &= ibits - 1) {
+        const int i = iw * 64 + __builtin_ctzll(ibits);
         double e = excess_[uz(i)];
+        excess_[uz(i)] = 0.0;
         if (e <= 0.0) continue;
         // Parents with flow > kEps first (a bitset walk); flows at or below kEps only if that
         // was not enough, so the excess is always cancelled in full.
@@ -432,6 +439,7 @@ class LayeredFlow {
             fp -= x;
             e -= x;
             excessNext_[uz(p)] += x;
+            set(excessNextBits_.data(), p);
             syncArc(t - 1, p, i, fp);
           }
         }
@@ -443,13 +451,20 @@ class LayeredFlow {
           fp -= x;
           e -= x;
           excessNext_[uz(p)] += x;
+          set(excessNextBits_.data(), p);
           syncArc(t - 1, p, i, fp);
         }
+       }
       }
       excess_.swap(excessNext_);
+      excessBits_.swap(excessNextBits_);
       if (pushDown) {
         double total = 0.0;
-        for (int k = 0; k < n_; ++k) total += std::max(0.0, excess_[uz(k)]);
+        for (int w = 0; w < words_; ++w) {
+          for (std::uint64_t bits = excessBits_[uz(w)]; bits != 0; bits &= bits - 1) {
+            total += std::max(0.0, excess_[uz(w * 64 + __builtin_ctzll(bits))]);
+          }
+        }
         if (total > kEps) {
           // When the leaf arcs are full (often: the sink's in-arcs are the cut) no push-down can
           // succeed, and trying costs a search of every layer below.
@@ -462,8 +477,13 @@ class LayeredFlow {
         }
       }
     }
-    for (int k = 0; k < n_; ++k) {
-      fs_[uz(k)] = std::max(0.0, fs_[uz(k)] - std::max(0.0, excess_[uz(k)]));
+    for (int w = 0; w < words_; ++w) {
+      for (std::uint64_t bits = excessBits_[uz(w)]; bits != 0; bits &= bits - 1) {
+        const int k = w * 64 + __builtin_ctzll(bits);
+        fs_[uz(k)] = std::max(0.0, fs_[uz(k)] - std::max(0.0, excess_[uz(k)]));
+        excess_[uz(k)] = 0.0;
+      }
+      excessBits_[uz(w)] = 0;
     }
   }
 
@@ -569,8 +589,9 @@ class LayeredFlow {
   ATTNFLOW_HOT int findArc(int t, int i, int a, int want, int& tt, int& ti, double& residual) {
     const std::uint64_t* live = levelSet(want);
     if (t == kExcessRoot) {
-      const std::uint64_t* bottom = live + uz(excessLayer_) * uz(words_);
-      for (int k = firstBoth(bottom, bottom, a); k < n_; k = firstBoth(bottom, bottom, k + 1)) {
+      const std::uint64_t* layer = live + uz(excessLayer_) * uz(words_);
+      const std::uint64_t* held = excessBits_.data();
+      for (int k = firstBoth(layer, held, a); k < n_; k = firstBoth(layer, held, k + 1)) {
         const double r = excess_[uz(k)];
         if (r > kEps) {
           tt = excessLayer_;
@@ -764,6 +785,7 @@ class LayeredFlow {
   std::uint32_t stamp_ = 0;
   std::vector<Frame> frames_;
   std::vector<double> excess_, excessNext_;
+  std::vector<std::uint64_t> excessBits_, excessNextBits_;  // nodes whose excess_ may be non-zero
   std::vector<double> inCap_;
   std::vector<std::uint64_t> adjacency_;  // per matrix, per row: bitset of positive arcs
   std::vector<std::uint64_t> residual_;   // per matrix, per row: arcs with residual > kEps
