@@ -40,9 +40,6 @@ constexpr double kEps = 1e-15;
 // A flow within kMetTol of a cut's capacity is reported as that capacity: the true maximum lies
 // between the two.
 constexpr double kMetTol = 4e-15;
-// Push-downs of the warm start that start at least this many arcs above the bottom layer go as a
-// wave (LayeredFlow::pushDownWave), closer ones as a DFS (measured: bench/native/NOTES.md, round 4).
-constexpr int kWaveMinArcs = 3;
 
 using Index = std::ptrdiff_t;
 
@@ -268,7 +265,8 @@ class LayeredFlow {
     double value = currentValue();
     STAT(0);
     if (value >= bound - kMetTol) return bound;
-    value += blockingFlow(bound - value);
+    pushFromSource(bound - value);
+    value = currentValue();
     STAT(1);
     if (value >= bound - kMetTol) return bound;
     for (;;) {
@@ -287,7 +285,7 @@ class LayeredFlow {
 
  private:
   struct Frame {
-    int layer;  // -1 for S, kExcessRoot for the excess root
+    int layer;  // -1 for S
     int index;
     int level;
     double remaining;  // what the parent still wants from this node
@@ -425,9 +423,9 @@ class LayeredFlow {
   }
 
   // Moves the excess up one layer at a time (cancelling flow on arcs into it) and, at each layer,
-  // first pushes it back down to T along downward residual paths from there: a blocking flow on
-  // the phase-1 levels (downwardLevels() must be built), rooted at the excess of that layer. Only
-  // what cannot go down is walked on up; what reaches layer 0 is taken off the source arcs.
+  // first pushes it back down to T along downward residual paths from there, on the phase-1
+  // levels (downwardLevels() must be built; see pushDownWave()). Only what cannot go down is
+  // walked on up; what reaches layer 0 is taken off the source arcs.
   // The push-downs are ordinary augmentations (from a node's excess to T), so the flow stays
   // feasible and conserving once the rest of the excess is cancelled, and solve()'s cut test or
   // BFS proof still decides the value; they save re-pushing that flow from S through every layer
@@ -466,14 +464,7 @@ class LayeredFlow {
           if (room <= kEps) {
             pushDown = false;
           } else {
-            // From layer t-1 down to the bottom is depth_ - t arcs. Close to the bottom the DFS
-            // is cheaper (it never floods a child with more than it can pass on: 8-15% faster
-            // on the non-causal cases); further up the wave is (causal: 1.3x).
-            if (depth_ - t >= kWaveMinArcs) {
-              pushDownWave(t - 1, std::min(total, room));
-            } else {
-              blockingFlow(std::min(total, room), t - 1);
-            }
+            pushDownWave(t - 1, std::min(total, room));
           }
         }
       }
@@ -522,17 +513,46 @@ class LayeredFlow {
     }
   }
 
-  // Pushes the excess held at layer t0 (excess_) down to T on the phase-1 levels, a layer at a
-  // time (a preflow wave, as in Karzanov's blocking flow) instead of one DFS path at a time:
-  // amounts that several nodes send through one node below are merged there, so a path shared
-  // by many small pushes is walked once per wave rather than once per push (the DFS walked the
-  // same chain of nodes for every parent whose excess it carried). A node that cannot pass on
-  // all it holds is dead for the phase-1 levels (every arc to a live child is saturated) and
-  // returns what it holds to its parents (cancelling flow on arcs into it), which try their other
+  // Passes up to `amount` from node (depth_-2, i) straight through its arcs to live bottom nodes
+  // and their leaf arcs; returns how much went. Bottom nodes whose leaf arc fills leave the live
+  // set.
+  ATTNFLOW_HOT double passToLeaves(int t, int i, double amount) {
+    std::uint64_t* bottom = levelSet(t + 2) + uz(t + 1) * uz(words_);
+    const std::uint64_t* res = residualRow(t, i);
+    const double* cap = mats_[uz(t)] + uz(i) * uz(n_);
+    double* f = flowMat(t) + uz(i) * uz(n_);
+    touch(t * n_ + i);
+    double left = amount;
+    for (int k = firstBoth(res, bottom, 0); k < n_ && left > kEps;
+         k = firstBoth(res, bottom, k + 1)) {
+      const double room = c_[k] - ft_[uz(k)];
+      const double x = std::min(std::min(left, cap[k] - f[k]), room);
+      if (x > 0.0) {
+        f[k] += x;
+        syncArc(t, i, k, f[k]);
+        ft_[uz(k)] += x;
+        left -= x;
+      }
+      if (room - x <= kEps) clear(bottom, k);
+    }
+    return amount - left;
+  }
+
+  // Pushes the excess held at layer t0 (excess_), at most `allow` of it, down to T on the phase-1
+  // levels a layer at a time (a preflow wave, as in Karzanov's blocking flow) instead of one DFS
+  // path at a time: amounts that several nodes send through one node below are merged there, so
+  // a path shared by many small pushes is walked once per wave rather than once per push (a DFS
+  // from the excess, used before, walked the new sink's chain of nodes again for every parent
+  // whose excess it carried: 86% of its frames on causal inputs). A node that cannot pass on all
+  // it holds is dead for the phase-1 levels (every arc to a live child is saturated) and gives
+  // back what it holds to its parents (cancelling flow on arcs into it), which try their other
   // children in the next wave; each wave either empties every node below t0 or kills one, so it
-  // ends. Nodes of layer t0 that cannot pass on their excess keep it (cancelExcess() walks it on
-  // up). Only feasibility matters here: the flow stays conserving once the excess is cancelled,
-  // and solve()'s cut test or BFS proof decides the value.
+  // ends. The two layers above the bottom hold nothing: nodes of layer depth_-2 pass straight
+  // through their leaf arcs, and nodes of layer depth_-3 offer each child only what it passes on
+  // at once (flooding them and taking the rest back made the non-causal cases 10-15% slower).
+  // Nodes of layer t0 that cannot pass on their excess keep it (cancelExcess() walks it on up).
+  // Only feasibility matters here: the flow stays conserving once the excess is cancelled, and
+  // solve()'s cut test or BFS proof decides the value.
   void pushDownWave(int t0, double allow) {
     // Each wave but the last kills a node or moves the remainders below kEps; the cap is only a
     // guard against rounding ping-pong (the last wave gives everything back to layer t0).
@@ -558,24 +578,24 @@ class LayeredFlow {
               std::uint64_t* heldBelow = waveBits(t + 1);
               const double* cap = mats_[uz(t)] + uz(i) * uz(n_);
               double* f = flowMat(t) + uz(i) * uz(n_);
-              touch(t * n_ + i);
               if (t + 2 == depth_) {
-                // Children at the bottom: through their leaf arcs at once (as the DFS does), so
-                // a bottom node never receives more than its leaf arc can take.
-                std::uint64_t* bottom = levelSet(t + 2) + uz(t + 1) * uz(words_);
-                for (int k = firstBoth(res, bottom, 0); k < n_; k = firstBoth(res, bottom, k + 1)) {
-                  const double room = c_[k] - ft_[uz(k)];
-                  const double x = std::min(std::min(e, cap[k] - f[k]), room);
-                  if (x > 0.0) {
-                    f[k] += x;
+                e -= passToLeaves(t, i, e);
+              } else if (t + 3 == depth_) {
+                touch(t * n_ + i);
+                std::uint64_t* next = levelSet(t + 2) + uz(t + 1) * uz(words_);
+                for (int k = firstBoth(res, next, 0); k < n_; k = firstBoth(res, next, k + 1)) {
+                  const double offer = std::min(e, cap[k] - f[k]);
+                  const double got = passToLeaves(t + 1, k, offer);
+                  if (got > 0.0) {
+                    f[k] += got;
                     syncArc(t, i, k, f[k]);
-                    ft_[uz(k)] += x;
-                    e -= x;
+                    e -= got;
                   }
-                  if (room - x <= kEps) clear(bottom, k);
+                  if (offer - got > kEps) clear(next, k);
                   if (e <= kEps) break;
                 }
               } else {
+                touch(t * n_ + i);
                 for (int k = firstBoth(res, below, 0); k < n_; k = firstBoth(res, below, k + 1)) {
                   const double x = std::min(e, cap[k] - f[k]);
                   f[k] += x;
@@ -641,6 +661,30 @@ class LayeredFlow {
         }
       }
       if (!again) return;
+    }
+  }
+
+  // Phase 1 from S, as a wave too (pushDownWave() rooted at layer 0): the source arcs into live
+  // top nodes are filled, at most `want` is pushed down, and what the top nodes keep goes back to
+  // S. (Faster than the DFS from S on the non-causal cases, 1.3x on the last layer at n = 128.)
+  void pushFromSource(double want) {
+    const std::uint64_t* live = levelSet(1);
+    forEachBit(live, [&](int k) {
+      const double r = s_[k] - fs_[uz(k)];
+      if (r > kEps) {
+        fs_[uz(k)] += r;
+        excess_[uz(k)] = r;
+        set(excessBits_.data(), k);
+      }
+    });
+    pushDownWave(0, want);
+    for (int w = 0; w < words_; ++w) {
+      for (std::uint64_t bits = excessBits_[uz(w)]; bits != 0; bits &= bits - 1) {
+        const int k = w * 64 + __builtin_ctzll(bits);
+        fs_[uz(k)] = std::max(0.0, fs_[uz(k)] - excess_[uz(k)]);
+        excess_[uz(k)] = 0.0;
+      }
+      excessBits_[uz(w)] = 0;
     }
   }
 
@@ -745,20 +789,6 @@ class LayeredFlow {
   // flow-carrying arc. Nodes carry (layer, index) so that no division is needed here.
   ATTNFLOW_HOT int findArc(int t, int i, int a, int want, int& tt, int& ti, double& residual) {
     const std::uint64_t* live = levelSet(want);
-    if (t == kExcessRoot) {
-      const std::uint64_t* layer = live + uz(excessLayer_) * uz(words_);
-      const std::uint64_t* held = excessBits_.data();
-      for (int k = firstBoth(layer, held, a); k < n_; k = firstBoth(layer, held, k + 1)) {
-        const double r = excess_[uz(k)];
-        if (r > kEps) {
-          tt = excessLayer_;
-          ti = k;
-          residual = r;
-          return k;
-        }
-      }
-      return kNoArc;
-    }
     if (t < 0) {
       for (int k = firstBoth(live, live, a); k < n_; k = firstBoth(live, live, k + 1)) {
         const double r = s_[k] - fs_[uz(k)];
@@ -809,10 +839,6 @@ class LayeredFlow {
   }
 
   ATTNFLOW_HOT void pushArc(int t, int i, int a, double x) {
-    if (t == kExcessRoot) {
-      excess_[uz(a)] -= x;
-      return;
-    }
     if (t < 0) {
       fs_[uz(a)] += x;
       return;
@@ -839,9 +865,7 @@ class LayeredFlow {
   // pointers that pushes a budget down and splits it over children; a node that cannot pass on
   // its whole budget is dead for the phase and leaves its level's live set, so parents skip it
   // a word at a time.
-  // excessLayer >= 0: the root is the excess of that layer (its arcs go to the nodes of the layer
-  // holding excess) on the phase-1 levels, instead of S.
-  double blockingFlow(double want, int excessLayer = -1) {
+  double blockingFlow(double want) {
     // A fresh current arc for every node: cur_[v] counts only if curStamp_[v] is this call's
     // stamp (zeroing all of cur_ per call cost as much as the search once the excess was pushed
     // down from every layer).
@@ -849,10 +873,8 @@ class LayeredFlow {
       zeroFill(curStamp_.data(), curStamp_.size());
       stamp_ = 1;
     }
-    const bool fromExcess = excessLayer >= 0;
-    if (fromExcess) excessLayer_ = excessLayer;
     int top = 0;
-    frames_[0] = Frame{fromExcess ? kExcessRoot : -1, 0, fromExcess ? excessLayer : 0, want, 0.0};
+    frames_[0] = Frame{-1, 0, 0, want, 0.0};
     for (;;) {
       Frame& f = frames_[uz(top)];
       // cur_ is indexed by layer * n + index, with S last.
@@ -913,13 +935,10 @@ class LayeredFlow {
     }
   }
 
-  // cur_ index of a DFS node: layer * n + index, then S, then the excess root.
-  std::size_t slot(int t, int i) const {
-    return t >= 0 ? uz(t * n_ + i) : uz(depth_ * n_ + (t == kExcessRoot ? 1 : 0));
-  }
+  // cur_ index of a DFS node: layer * n + index, then S.
+  std::size_t slot(int t, int i) const { return t >= 0 ? uz(t * n_ + i) : uz(depth_ * n_); }
 
   static constexpr int kNoArc = std::numeric_limits<int>::max();
-  static constexpr int kExcessRoot = -2;  // DFS root with arcs to bottom nodes holding excess
 
   int n_;
   int depth_;
@@ -928,7 +947,6 @@ class LayeredFlow {
   int layerWords_;
   int numNodes_ = 0;
   int levelT_ = 0;
-  int excessLayer_ = 0;  // the layer whose excess_ the excess root serves
   const double* s_ = nullptr;
   const double* c_ = nullptr;
   double sourceCap_ = 0.0;
