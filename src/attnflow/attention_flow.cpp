@@ -435,6 +435,7 @@ class LayeredFlow {
   // (it could not push it down) opens no downward path to T.
   void cancelExcess() {
     bool pushDown = true;
+    double room = -1.0;  // not summed yet
     bool any = false;
     for (int w = 0; w < words_; ++w) any = any || excessBits_[uz(w)] != 0;
     if (!any) return;
@@ -459,12 +460,15 @@ class LayeredFlow {
         }
         if (total > kEps) {
           // When the leaf arcs are full (often: the sink's in-arcs are the cut) no push-down can
-          // succeed, and trying costs a search of every layer below.
-          const double room = bottomRoom();
+          // succeed, and trying costs a search of every layer below. The room is summed once and
+          // then lowered by what each push-down delivers (bottom nodes leave the live set with at
+          // most kEps of room left, so this stays at or above the live room: a valid budget);
+          // summed again when that nears zero, where rounding could keep it just above kEps.
+          if (room < 1e-9) room = bottomRoom();
           if (room <= kEps) {
             pushDown = false;
           } else {
-            pushDownWave(t - 1, std::min(total, room));
+            room -= pushDownWave(t - 1, std::min(total, room));
           }
         }
       }
@@ -553,7 +557,9 @@ class LayeredFlow {
   // Nodes of layer t0 that cannot pass on their excess keep it (cancelExcess() walks it on up).
   // Only feasibility matters here: the flow stays conserving once the excess is cancelled, and
   // solve()'s cut test or BFS proof decides the value.
-  void pushDownWave(int t0, double allow) {
+  // Returns what reached T.
+  double pushDownWave(int t0, double allow) {
+    const double allowed = allow;
     // Each wave but the last kills a node or moves the remainders below kEps; the cap is only a
     // guard against rounding ping-pong (the last wave gives everything back to layer t0).
     const int maxWaves = (depth_ - t0) * n_ + 2;
@@ -619,6 +625,8 @@ class LayeredFlow {
             } else {
               ex[uz(i)] = e;
             }
+            // A node left with nothing drops out of the held set (nothing to give back).
+            if (ex[uz(i)] == 0.0) held[w] &= ~(std::uint64_t{1} << (i % 64));
             if (e > kEps) clear(live, i);
           }
         }
@@ -660,7 +668,7 @@ class LayeredFlow {
           }
         }
       }
-      if (!again) return;
+      if (!again) return allowed - allow;
     }
   }
 
@@ -677,7 +685,7 @@ class LayeredFlow {
         set(excessBits_.data(), k);
       }
     });
-    pushDownWave(0, want);
+    (void)pushDownWave(0, want);
     for (int w = 0; w < words_; ++w) {
       for (std::uint64_t bits = excessBits_[uz(w)]; bits != 0; bits &= bits - 1) {
         const int k = w * 64 + __builtin_ctzll(bits);
