@@ -22,6 +22,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <utility>
 
 #include "attnflow/errors.hpp"
 #include "attnflow/maxflow.hpp"
@@ -161,16 +162,27 @@ class LayeredFlow {
     excess_.assign(uz(n_), 0.0);
     isTouched_.assign(uz(numNodes_), 0);
     excessNext_.assign(uz(n_), 0.0);
+    excessBits_.assign(uz(words_), 0);
+    waveExcess_.assign(uz(numNodes_), 0.0);
+    waveBits_.assign(uz(layerWords_), 0);
+    excessNextBits_.assign(uz(words_), 0);
     inCap_.assign(uz(n_), 0.0);
     // Positive-capacity adjacency as bitsets, for cheap reachability.
     adjacency_.assign(mats_.size() * uz(n_) * uz(words_), 0);
+    rowSpan_.assign(mats_.size() * uz(n_), std::pair<int, int>(0, 0));
     for (std::size_t t = 0; t < mats_.size(); ++t) {
       for (int i = 0; i < n_; ++i) {
         const double* row = mats_[t] + uz(i) * uz(n_);
         std::uint64_t* bits = adjacency_.data() + (t * uz(n_) + uz(i)) * uz(words_);
+        std::pair<int, int>& span = rowSpan_[t * uz(n_) + uz(i)];
+        span = {n_, 0};
         for (int k = 0; k < n_; ++k) {
-          if (row[k] > kEps) bits[k / 64] |= std::uint64_t{1} << (k % 64);
+          if (row[k] > kEps) {
+            bits[k / 64] |= std::uint64_t{1} << (k % 64);
+            span = {std::min(span.first, k), k + 1};
+          }
         }
+        if (span.first > span.second) span.first = span.second;
       }
     }
     residual_ = adjacency_;
@@ -229,9 +241,7 @@ class LayeredFlow {
   double upperBound(const double* c) const {
     const std::uint64_t* bottom = reachLayer(depth_ - 1);
     double sum = 0.0;
-    for (int k = 0; k < n_; ++k) {
-      if (test(bottom, k)) sum += std::min(c[k], inCap_[uz(k)]);
-    }
+    forEachBit(bottom, [&](int k) { sum += std::min(c[k], inCap_[uz(k)]); });
     return std::min(sum, sourceCap_);
   }
 
@@ -255,7 +265,8 @@ class LayeredFlow {
     double value = currentValue();
     STAT(0);
     if (value >= bound - kMetTol) return bound;
-    value += blockingFlow(bound - value);
+    pushFromSource(bound - value);
+    value = currentValue();
     STAT(1);
     if (value >= bound - kMetTol) return bound;
     for (;;) {
@@ -274,7 +285,7 @@ class LayeredFlow {
 
  private:
   struct Frame {
-    int layer;  // -1 for S, kExcessRoot for the excess root
+    int layer;  // -1 for S
     int index;
     int level;
     double remaining;  // what the parent still wants from this node
@@ -283,6 +294,14 @@ class LayeredFlow {
 
   static std::size_t uz(int v) { return static_cast<std::size_t>(v); }
   static bool test(const std::uint64_t* bits, int k) { return (bits[k / 64] >> (k % 64)) & 1u; }
+  // Calls fn(k) for every bit k set in bits (one layer), in increasing order: the per-layer loops
+  // below visit only the nodes that matter (on causal inputs a window of each layer).
+  template <typename Fn>
+  ATTNFLOW_HOT void forEachBit(const std::uint64_t* bits, Fn fn) const {
+    for (int w = 0; w < words_; ++w) {
+      for (std::uint64_t m = bits[w]; m != 0; m &= m - 1) fn(w * 64 + __builtin_ctzll(m));
+    }
+  }
   static void set(std::uint64_t* bits, int k) { bits[k / 64] |= std::uint64_t{1} << (k % 64); }
   static void clear(std::uint64_t* bits, int k) { bits[k / 64] &= ~(std::uint64_t{1} << (k % 64)); }
   // The first k >= from with bit k set in both a and b, or n_ if none.
@@ -312,14 +331,19 @@ class LayeredFlow {
     const std::size_t need = (uz(level) + 1) * uz(layerWords_);
     if (levels_.size() < need) levels_.resize(need, 0);
   }
+  double* waveExcess(int t) { return waveExcess_.data() + uz(t) * uz(n_); }
+  std::uint64_t* waveBits(int t) { return waveBits_.data() + uz(t) * uz(words_); }
   double* flowMat(int t) { return flow_.get() + uz(t) * uz(n_) * uz(n_); }
   // Marks the out-arc row of node v (= t * n + i, t < depth_ - 1) as in use, zeroing its flows
-  // the first time after setSource(). Flows of a row are read only after this.
+  // the first time after setSource(). Flows of a row are read only after this, and only on its
+  // arcs (adjacency bits), so only the span from its first to its last arc is zeroed (on causal
+  // inputs row i has arcs to 0..i alone).
   ATTNFLOW_HOT void touch(int v) {
     if (!isTouched_[uz(v)]) {
       isTouched_[uz(v)] = 1;
       touched_.push_back(v);
-      zeroFill(flow_.get() + uz(v) * uz(n_), uz(n_));
+      const std::pair<int, int> span = rowSpan_[uz(v)];
+      zeroFill(flow_.get() + uz(v) * uz(n_) + uz(span.first), uz(span.second - span.first));
     }
   }
 
@@ -369,15 +393,14 @@ class LayeredFlow {
     for (std::size_t x = 0; x < uz(layerWords_); ++x) coreach_[x] = co[x] & reach_[x];
     const std::uint64_t* top = coreachLayer(0);
     double sum = 0.0;
-    for (int k = 0; k < n_; ++k) {
-      if (test(top, k)) sum += s_[k];
-    }
+    forEachBit(top, [&](int k) { sum += s_[k]; });
     return sum;
   }
 
+  // Leaf flows are non-zero only at bottom nodes that S reaches.
   double currentValue() const {
     double v = 0.0;
-    for (int k = 0; k < n_; ++k) v += ft_[uz(k)];
+    forEachBit(reachLayer(depth_ - 1), [&](int k) { v += ft_[uz(k)]; });
     return v;
   }
 
@@ -385,22 +408,24 @@ class LayeredFlow {
   // the bottom nodes (excess_), for cancelExcess(). The flow is acyclic (all arcs point down), so
   // every unit leaving a node came in through some parent: walking the excess up along arcs that
   // carry flow restores conservation at every node.
+  // Only the nodes in excessBits_ may hold a non-zero excess_ (excessNext_ is all zero between
+  // layers), so the walk visits those alone instead of every node of every layer.
   void takeLeafExcess() {
-    for (int k = 0; k < n_; ++k) {
+    zeroFill(excessBits_.data(), excessBits_.size());
+    forEachBit(reachLayer(depth_ - 1), [&](int k) {
       const double e = ft_[uz(k)] - c_[k];
       if (e > 0.0) {
         excess_[uz(k)] = e;
         ft_[uz(k)] = c_[k];
-      } else {
-        excess_[uz(k)] = 0.0;
+        set(excessBits_.data(), k);
       }
-    }
+    });
   }
 
   // Moves the excess up one layer at a time (cancelling flow on arcs into it) and, at each layer,
-  // first pushes it back down to T along downward residual paths from there: a blocking flow on
-  // the phase-1 levels (downwardLevels() must be built), rooted at the excess of that layer. Only
-  // what cannot go down is walked on up; what reaches layer 0 is taken off the source arcs.
+  // first pushes it back down to T along downward residual paths from there, on the phase-1
+  // levels (downwardLevels() must be built; see pushDownWave()). Only what cannot go down is
+  // walked on up; what reaches layer 0 is taken off the source arcs.
   // The push-downs are ordinary augmentations (from a node's excess to T), so the flow stays
   // feasible and conserving once the rest of the excess is cancelled, and solve()'s cut test or
   // BFS proof still decides the value; they save re-pushing that flow from S through every layer
@@ -410,60 +435,264 @@ class LayeredFlow {
   // (it could not push it down) opens no downward path to T.
   void cancelExcess() {
     bool pushDown = true;
+    double room = -1.0;  // not summed yet
     bool any = false;
-    for (int k = 0; k < n_ && !any; ++k) any = excess_[uz(k)] > 0.0;
+    for (int w = 0; w < words_; ++w) any = any || excessBits_[uz(w)] != 0;
     if (!any) return;
     for (int t = depth_ - 1; t >= 1; --t) {
-      double* f = flowMat(t - 1);
-      zeroFill(excessNext_.data(), excessNext_.size());
-      for (int i = 0; i < n_; ++i) {
-        double e = excess_[uz(i)];
-        if (e <= 0.0) continue;
-        // Parents with flow > kEps first (a bitset walk); flows at or below kEps only if that
-        // was not enough, so the excess is always cancelled in full.
-        const std::uint64_t* parents = upRow(t - 1, i);
-        for (int w = 0; w < words_ && e > 0.0; ++w) {
-          std::uint64_t bits = parents[w];
-          while (bits != 0 && e > 0.0) {
-            const int p = w * 64 + __builtin_ctzll(bits);
-            bits &= bits - 1;
-            double& fp = f[uz(p) * uz(n_) + uz(i)];
-            const double x = std::min(fp, e);
-            fp -= x;
-            e -= x;
-            excessNext_[uz(p)] += x;
-            syncArc(t - 1, p, i, fp);
-          }
-        }
-        for (int p = 0; p < n_ && e > 0.0; ++p) {
-          if (!isTouched_[uz((t - 1) * n_ + p)]) continue;
-          double& fp = f[uz(p) * uz(n_) + uz(i)];
-          if (fp <= 0.0) continue;
-          const double x = std::min(fp, e);
-          fp -= x;
-          e -= x;
-          excessNext_[uz(p)] += x;
-          syncArc(t - 1, p, i, fp);
-        }
+      zeroFill(excessNextBits_.data(), excessNextBits_.size());
+      for (int iw = 0; iw < words_; ++iw) {
+       for (std::uint64_t ibits = excessBits_[uz(iw)]; ibits != 0; ibits &= ibits - 1) {
+        const int i = iw * 64 + __builtin_ctzll(ibits);
+        const double e = excess_[uz(i)];
+        excess_[uz(i)] = 0.0;
+        if (e > 0.0) cancelInto(t, i, e, excessNext_.data(), excessNextBits_.data());
+       }
       }
       excess_.swap(excessNext_);
+      excessBits_.swap(excessNextBits_);
       if (pushDown) {
         double total = 0.0;
-        for (int k = 0; k < n_; ++k) total += std::max(0.0, excess_[uz(k)]);
+        for (int w = 0; w < words_; ++w) {
+          for (std::uint64_t bits = excessBits_[uz(w)]; bits != 0; bits &= bits - 1) {
+            total += std::max(0.0, excess_[uz(w * 64 + __builtin_ctzll(bits))]);
+          }
+        }
         if (total > kEps) {
           // When the leaf arcs are full (often: the sink's in-arcs are the cut) no push-down can
-          // succeed, and trying costs a search of every layer below.
-          const double room = bottomRoom();
+          // succeed, and trying costs a search of every layer below. The room is summed once and
+          // then lowered by what each push-down delivers (bottom nodes leave the live set with at
+          // most kEps of room left, so this stays at or above the live room: a valid budget);
+          // summed again when that nears zero, where rounding could keep it just above kEps.
+          if (room < 1e-9) room = bottomRoom();
           if (room <= kEps) {
             pushDown = false;
           } else {
-            blockingFlow(std::min(total, room), t - 1);
+            room -= pushDownWave(t - 1, std::min(total, room));
           }
         }
       }
     }
-    for (int k = 0; k < n_; ++k) {
-      fs_[uz(k)] = std::max(0.0, fs_[uz(k)] - std::max(0.0, excess_[uz(k)]));
+    for (int w = 0; w < words_; ++w) {
+      for (std::uint64_t bits = excessBits_[uz(w)]; bits != 0; bits &= bits - 1) {
+        const int k = w * 64 + __builtin_ctzll(bits);
+        fs_[uz(k)] = std::max(0.0, fs_[uz(k)] - std::max(0.0, excess_[uz(k)]));
+        excess_[uz(k)] = 0.0;
+      }
+      excessBits_[uz(w)] = 0;
+    }
+  }
+
+  // Cancels e units of flow on arcs into node (t, i), t >= 1, from its parents: those with flow
+  // > kEps first (a bitset walk), flows at or below kEps only if that was not enough, so e is
+  // always cancelled in full (the flow into a node is at least what it must give back). The
+  // parents' share goes to parentExcess[p], with bit p set in parentBits.
+  void cancelInto(int t, int i, double e, double* parentExcess, std::uint64_t* parentBits) {
+    double* f = flowMat(t - 1);
+    const std::uint64_t* parents = upRow(t - 1, i);
+    for (int w = 0; w < words_ && e > 0.0; ++w) {
+      std::uint64_t bits = parents[w];
+      while (bits != 0 && e > 0.0) {
+        const int p = w * 64 + __builtin_ctzll(bits);
+        bits &= bits - 1;
+        double& fp = f[uz(p) * uz(n_) + uz(i)];
+        const double x = std::min(fp, e);
+        fp -= x;
+        e -= x;
+        parentExcess[uz(p)] += x;
+        set(parentBits, p);
+        syncArc(t - 1, p, i, fp);
+      }
+    }
+    for (int p = 0; p < n_ && e > 0.0; ++p) {
+      if (!isTouched_[uz((t - 1) * n_ + p)] || !test(adjacencyRow(t - 1, p), i)) continue;
+      double& fp = f[uz(p) * uz(n_) + uz(i)];
+      if (fp <= 0.0) continue;
+      const double x = std::min(fp, e);
+      fp -= x;
+      e -= x;
+      parentExcess[uz(p)] += x;
+      set(parentBits, p);
+      syncArc(t - 1, p, i, fp);
+    }
+  }
+
+  // Passes up to `amount` from node (depth_-2, i) straight through its arcs to live bottom nodes
+  // and their leaf arcs; returns how much went. Bottom nodes whose leaf arc fills leave the live
+  // set.
+  ATTNFLOW_HOT double passToLeaves(int t, int i, double amount) {
+    std::uint64_t* bottom = levelSet(t + 2) + uz(t + 1) * uz(words_);
+    const std::uint64_t* res = residualRow(t, i);
+    const double* cap = mats_[uz(t)] + uz(i) * uz(n_);
+    double* f = flowMat(t) + uz(i) * uz(n_);
+    touch(t * n_ + i);
+    double left = amount;
+    for (int k = firstBoth(res, bottom, 0); k < n_ && left > kEps;
+         k = firstBoth(res, bottom, k + 1)) {
+      const double room = c_[k] - ft_[uz(k)];
+      const double x = std::min(std::min(left, cap[k] - f[k]), room);
+      if (x > 0.0) {
+        f[k] += x;
+        syncArc(t, i, k, f[k]);
+        ft_[uz(k)] += x;
+        left -= x;
+      }
+      if (room - x <= kEps) clear(bottom, k);
+    }
+    return amount - left;
+  }
+
+  // Pushes the excess held at layer t0 (excess_), at most `allow` of it, down to T on the phase-1
+  // levels a layer at a time (a preflow wave, as in Karzanov's blocking flow) instead of one DFS
+  // path at a time: amounts that several nodes send through one node below are merged there, so
+  // a path shared by many small pushes is walked once per wave rather than once per push (a DFS
+  // from the excess, used before, walked the new sink's chain of nodes again for every parent
+  // whose excess it carried: 86% of its frames on causal inputs). A node that cannot pass on all
+  // it holds is dead for the phase-1 levels (every arc to a live child is saturated) and gives
+  // back what it holds to its parents (cancelling flow on arcs into it), which try their other
+  // children in the next wave; each wave either empties every node below t0 or kills one, so it
+  // ends. The two layers above the bottom hold nothing: nodes of layer depth_-2 pass straight
+  // through their leaf arcs, and nodes of layer depth_-3 offer each child only what it passes on
+  // at once (flooding them and taking the rest back made the non-causal cases 10-15% slower).
+  // Nodes of layer t0 that cannot pass on their excess keep it (cancelExcess() walks it on up).
+  // Only feasibility matters here: the flow stays conserving once the excess is cancelled, and
+  // solve()'s cut test or BFS proof decides the value.
+  // Returns what reached T.
+  double pushDownWave(int t0, double allow) {
+    const double allowed = allow;
+    // Each wave but the last kills a node or moves the remainders below kEps; the cap is only a
+    // guard against rounding ping-pong (the last wave gives everything back to layer t0).
+    const int maxWaves = (depth_ - t0) * n_ + 2;
+    for (int wave = 0;; ++wave) {
+      const bool last = wave >= maxWaves;
+      // Forward: every live node holding excess pushes it to live children, top layer first.
+      for (int t = t0; t < depth_; ++t) {
+        std::uint64_t* held = t == t0 ? excessBits_.data() : waveBits(t);
+        double* ex = t == t0 ? excess_.data() : waveExcess(t);
+        std::uint64_t* live = levelSet(t + 1) + uz(t) * uz(words_);
+        for (int w = 0; w < words_; ++w) {
+          for (std::uint64_t bits = held[w] & live[w]; bits != 0; bits &= bits - 1) {
+            const int i = w * 64 + __builtin_ctzll(bits);
+            const double e0 = ex[uz(i)];
+            double e = t == t0 ? std::min(e0, allow) : e0;
+            if (e <= kEps) continue;
+            const double tried = e;
+            if (t + 1 < depth_) {
+              const std::uint64_t* res = residualRow(t, i);
+              const std::uint64_t* below = levelSet(t + 2) + uz(t + 1) * uz(words_);
+              double* exBelow = waveExcess(t + 1);
+              std::uint64_t* heldBelow = waveBits(t + 1);
+              const double* cap = mats_[uz(t)] + uz(i) * uz(n_);
+              double* f = flowMat(t) + uz(i) * uz(n_);
+              if (t + 2 == depth_) {
+                e -= passToLeaves(t, i, e);
+              } else if (t + 3 == depth_) {
+                touch(t * n_ + i);
+                std::uint64_t* next = levelSet(t + 2) + uz(t + 1) * uz(words_);
+                for (int k = firstBoth(res, next, 0); k < n_; k = firstBoth(res, next, k + 1)) {
+                  const double offer = std::min(e, cap[k] - f[k]);
+                  const double got = passToLeaves(t + 1, k, offer);
+                  if (got > 0.0) {
+                    f[k] += got;
+                    syncArc(t, i, k, f[k]);
+                    e -= got;
+                  }
+                  if (offer - got > kEps) clear(next, k);
+                  if (e <= kEps) break;
+                }
+              } else {
+                touch(t * n_ + i);
+                for (int k = firstBoth(res, below, 0); k < n_; k = firstBoth(res, below, k + 1)) {
+                  const double x = std::min(e, cap[k] - f[k]);
+                  f[k] += x;
+                  syncArc(t, i, k, f[k]);
+                  exBelow[uz(k)] += x;
+                  set(heldBelow, k);
+                  e -= x;
+                  if (e <= kEps) break;
+                }
+              }
+            } else {
+              const double room = c_[i] - ft_[uz(i)];
+              const double x = std::min(e, room);
+              ft_[uz(i)] += x;
+              e -= x;
+              if (room - x <= kEps) clear(live, i);
+            }
+            if (t == t0) {
+              allow -= tried - e;
+              ex[uz(i)] = e0 - (tried - e);
+            } else {
+              ex[uz(i)] = e;
+            }
+            // A node left with nothing drops out of the held set (nothing to give back).
+            if (ex[uz(i)] == 0.0) held[w] &= ~(std::uint64_t{1} << (i % 64));
+            if (e > kEps) clear(live, i);
+          }
+        }
+      }
+      // Backward, bottom layer first: dead nodes (and tiny remainders) give back what they hold;
+      // live nodes that hold more than kEps try again in the next wave.
+      bool again = false;
+      for (int t = depth_ - 1; t > t0; --t) {
+        std::uint64_t* held = waveBits(t);
+        double* ex = waveExcess(t);
+        const std::uint64_t* live = levelSet(t + 1) + uz(t) * uz(words_);
+        double* exAbove = t - 1 == t0 ? excess_.data() : waveExcess(t - 1);
+        std::uint64_t* heldAbove = t - 1 == t0 ? excessBits_.data() : waveBits(t - 1);
+        for (int w = 0; w < words_; ++w) {
+          for (std::uint64_t bits = held[w]; bits != 0; bits &= bits - 1) {
+            const int i = w * 64 + __builtin_ctzll(bits);
+            const double e = ex[uz(i)];
+            if (e > kEps && test(live, i) && !last) {
+              again = true;
+              continue;
+            }
+            ex[uz(i)] = 0.0;
+            held[w] &= ~(std::uint64_t{1} << (i % 64));
+            if (e > 0.0) {
+              cancelInto(t, i, e, exAbove, heldAbove);
+              if (t - 1 == t0) allow += e;
+            }
+          }
+        }
+      }
+      if (!again && !last && allow > kEps) {
+        const std::uint64_t* live = levelSet(t0 + 1) + uz(t0) * uz(words_);
+        for (int w = 0; w < words_ && !again; ++w) {
+          for (std::uint64_t bits = excessBits_[uz(w)] & live[w]; bits != 0; bits &= bits - 1) {
+            if (excess_[uz(w * 64 + __builtin_ctzll(bits))] > kEps) {
+              again = true;
+              break;
+            }
+          }
+        }
+      }
+      if (!again) return allowed - allow;
+    }
+  }
+
+  // Phase 1 from S, as a wave too (pushDownWave() rooted at layer 0): the source arcs into live
+  // top nodes are filled, at most `want` is pushed down, and what the top nodes keep goes back to
+  // S. (Faster than the DFS from S on the non-causal cases, 1.3x on the last layer at n = 128.)
+  void pushFromSource(double want) {
+    const std::uint64_t* live = levelSet(1);
+    forEachBit(live, [&](int k) {
+      const double r = s_[k] - fs_[uz(k)];
+      if (r > kEps) {
+        fs_[uz(k)] += r;
+        excess_[uz(k)] = r;
+        set(excessBits_.data(), k);
+      }
+    });
+    (void)pushDownWave(0, want);
+    for (int w = 0; w < words_; ++w) {
+      for (std::uint64_t bits = excessBits_[uz(w)]; bits != 0; bits &= bits - 1) {
+        const int k = w * 64 + __builtin_ctzll(bits);
+        fs_[uz(k)] = std::max(0.0, fs_[uz(k)] - excess_[uz(k)]);
+        excess_[uz(k)] = 0.0;
+      }
+      excessBits_[uz(w)] = 0;
     }
   }
 
@@ -493,9 +722,9 @@ class LayeredFlow {
       copyWords(coreachLayer(t), uz(words_), levelSet(t + 1) + uz(t) * uz(words_));
     }
     std::uint64_t* bottom = levelSet(depth_) + uz(depth_ - 1) * uz(words_);
-    for (int k = 0; k < n_; ++k) {
+    forEachBit(coreachLayer(depth_ - 1), [&](int k) {
       if (c_[k] - ft_[uz(k)] <= kEps) clear(bottom, k);
-    }
+    });
   }
 
   // BFS levels from S in the residual graph, as bitsets of live nodes per level; nodes that
@@ -568,19 +797,6 @@ class LayeredFlow {
   // flow-carrying arc. Nodes carry (layer, index) so that no division is needed here.
   ATTNFLOW_HOT int findArc(int t, int i, int a, int want, int& tt, int& ti, double& residual) {
     const std::uint64_t* live = levelSet(want);
-    if (t == kExcessRoot) {
-      const std::uint64_t* bottom = live + uz(excessLayer_) * uz(words_);
-      for (int k = firstBoth(bottom, bottom, a); k < n_; k = firstBoth(bottom, bottom, k + 1)) {
-        const double r = excess_[uz(k)];
-        if (r > kEps) {
-          tt = excessLayer_;
-          ti = k;
-          residual = r;
-          return k;
-        }
-      }
-      return kNoArc;
-    }
     if (t < 0) {
       for (int k = firstBoth(live, live, a); k < n_; k = firstBoth(live, live, k + 1)) {
         const double r = s_[k] - fs_[uz(k)];
@@ -631,10 +847,6 @@ class LayeredFlow {
   }
 
   ATTNFLOW_HOT void pushArc(int t, int i, int a, double x) {
-    if (t == kExcessRoot) {
-      excess_[uz(a)] -= x;
-      return;
-    }
     if (t < 0) {
       fs_[uz(a)] += x;
       return;
@@ -661,9 +873,7 @@ class LayeredFlow {
   // pointers that pushes a budget down and splits it over children; a node that cannot pass on
   // its whole budget is dead for the phase and leaves its level's live set, so parents skip it
   // a word at a time.
-  // excessLayer >= 0: the root is the excess of that layer (its arcs go to the nodes of the layer
-  // holding excess) on the phase-1 levels, instead of S.
-  double blockingFlow(double want, int excessLayer = -1) {
+  double blockingFlow(double want) {
     // A fresh current arc for every node: cur_[v] counts only if curStamp_[v] is this call's
     // stamp (zeroing all of cur_ per call cost as much as the search once the excess was pushed
     // down from every layer).
@@ -671,10 +881,8 @@ class LayeredFlow {
       zeroFill(curStamp_.data(), curStamp_.size());
       stamp_ = 1;
     }
-    const bool fromExcess = excessLayer >= 0;
-    if (fromExcess) excessLayer_ = excessLayer;
     int top = 0;
-    frames_[0] = Frame{fromExcess ? kExcessRoot : -1, 0, fromExcess ? excessLayer : 0, want, 0.0};
+    frames_[0] = Frame{-1, 0, 0, want, 0.0};
     for (;;) {
       Frame& f = frames_[uz(top)];
       // cur_ is indexed by layer * n + index, with S last.
@@ -735,13 +943,10 @@ class LayeredFlow {
     }
   }
 
-  // cur_ index of a DFS node: layer * n + index, then S, then the excess root.
-  std::size_t slot(int t, int i) const {
-    return t >= 0 ? uz(t * n_ + i) : uz(depth_ * n_ + (t == kExcessRoot ? 1 : 0));
-  }
+  // cur_ index of a DFS node: layer * n + index, then S.
+  std::size_t slot(int t, int i) const { return t >= 0 ? uz(t * n_ + i) : uz(depth_ * n_); }
 
   static constexpr int kNoArc = std::numeric_limits<int>::max();
-  static constexpr int kExcessRoot = -2;  // DFS root with arcs to bottom nodes holding excess
 
   int n_;
   int depth_;
@@ -750,7 +955,6 @@ class LayeredFlow {
   int layerWords_;
   int numNodes_ = 0;
   int levelT_ = 0;
-  int excessLayer_ = 0;  // the layer whose excess_ the excess root serves
   const double* s_ = nullptr;
   const double* c_ = nullptr;
   double sourceCap_ = 0.0;
@@ -764,8 +968,14 @@ class LayeredFlow {
   std::uint32_t stamp_ = 0;
   std::vector<Frame> frames_;
   std::vector<double> excess_, excessNext_;
+  std::vector<std::uint64_t> excessBits_, excessNextBits_;
+  // pushDownWave(): excess held per node of the layers below the wave's top (zero outside it),
+  // and per layer the nodes that may hold some.
+  std::vector<double> waveExcess_;
+  std::vector<std::uint64_t> waveBits_;  // nodes whose excess_ may be non-zero
   std::vector<double> inCap_;
   std::vector<std::uint64_t> adjacency_;  // per matrix, per row: bitset of positive arcs
+  std::vector<std::pair<int, int>> rowSpan_;  // per matrix, per row: [first arc, last arc + 1)
   std::vector<std::uint64_t> residual_;   // per matrix, per row: arcs with residual > kEps
   std::vector<std::uint64_t> up_;         // per matrix, per column: arcs with flow > kEps
   std::vector<std::uint64_t> reach_;      // per layer: nodes S can reach
