@@ -39,8 +39,8 @@ inline float toFloatFlushed(double v) {
 // The float32 product of the rollout step, c = a * b, for row-major np x np matrices with np a
 // multiple of kPanel (the operands are zero-padded). Eigen 3.4 has no WebAssembly SIMD backend:
 // its generic GEMM, auto-vectorised under -msimd128, took 275 ms for the 23 products of L=24,
-// n=512 in WASM (Node 20), this kernel 103 ms. It keeps 2 rows x 16 columns of c in 8 four-lane
-// accumulators (more spill out of V8's 16 SIMD registers) and reads b from a packed 16-column
+// n=512 in WASM (Node 20), this kernel about 104 ms. It keeps 2 rows x 16 columns of c in 8
+// four-lane accumulators (more spill out of V8's 16 SIMD registers) and reads b from a packed 16-column
 // panel that stays in L1 across all rows. GCC/Clang vector types, so the one code path is
 // compiled natively too (there ~10% slower than Eigen's SSE kernel) and tested under sanitizers.
 using Float4 = float __attribute__((vector_size(16)));
@@ -67,8 +67,11 @@ void multiplyPadded(const float* a, const float* b, float* c, std::size_t np,
       for (std::size_t k = 0; k < np; ++k) {
         const float* p = packed + k * kPanel;
         const Float4 b0 = load4(p), b1 = load4(p + 4), b2 = load4(p + 8), b3 = load4(p + 12);
-        const Float4 x = Float4{} + a0[k];  // broadcast
-        const Float4 y = Float4{} + a1[k];
+        // Broadcasts spelled out: `Float4{} + a0[k]` kept a real vector add with zero (it cannot
+        // be folded: -0 + 0 is +0), and the kernel took 148 ms instead of 104 in WASM.
+        const float xa = a0[k], ya = a1[k];
+        const Float4 x = {xa, xa, xa, xa};
+        const Float4 y = {ya, ya, ya, ya};
         c0[0] += x * b0, c0[1] += x * b1, c0[2] += x * b2, c0[3] += x * b3;
         c1[0] += y * b0, c1[1] += y * b1, c1[2] += y * b2, c1[3] += y * b3;
       }

@@ -13,7 +13,7 @@ namespace attnflow {
 ///   R[l-1] and D = R[l-1] - 1 m^T; only offdiag(A[l]) D is multiplied in float32, every other
 ///   term in float64. Rollout rows converge with depth, so D is small and so is the float error
 ///   (tests/cpp/test_rollout.cpp bounds it by 1e-6 against float64; ~1e-7 is typical). Measured
-///   at L=24, n=512 (2 vCPU, Node 20, -O3 -msimd128): WASM about 170 ms with the register-blocked
+///   at L=24, n=512 (2 vCPU, Node 20, -O3 -msimd128): WASM about 115 ms with the register-blocked
 ///   float32 kernel of rollout.cpp (272 ms with Eigen's product) vs 567-618 ms in float64. Plain
 ///   float32 products erred by up to 1.2e-6 on causal inputs.
 /// - Auto: Float when n >= kRolloutFloatMinTokens (where the product dominates), else Double.
