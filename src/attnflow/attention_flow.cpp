@@ -497,31 +497,28 @@ class LayeredFlow {
   // parents' share goes to parentExcess[p], with bit p set in parentBits.
   void cancelInto(int t, int i, double e, double* parentExcess, std::uint64_t* parentBits) {
     double* f = flowMat(t - 1);
-    const std::uint64_t* parents = upRow(t - 1, i);
-    for (int w = 0; w < words_ && e > 0.0; ++w) {
-      std::uint64_t bits = parents[w];
-      while (bits != 0 && e > 0.0) {
-        const int p = w * 64 + __builtin_ctzll(bits);
-        bits &= bits - 1;
-        double& fp = f[uz(p) * uz(n_) + uz(i)];
-        const double x = std::min(fp, e);
-        fp -= x;
-        e -= x;
-        parentExcess[uz(p)] += x;
-        set(parentBits, p);
-        syncArc(t - 1, p, i, fp);
-      }
-    }
-    for (int p = 0; p < n_ && e > 0.0; ++p) {
-      if (!isTouched_[uz((t - 1) * n_ + p)] || !test(adjacencyRow(t - 1, p), i)) continue;
+    // Cancels min(flow, e) on arc p -> i and hands it to parent p.
+    const auto takeFrom = [&](int p) {
       double& fp = f[uz(p) * uz(n_) + uz(i)];
-      if (fp <= 0.0) continue;
       const double x = std::min(fp, e);
       fp -= x;
       e -= x;
       parentExcess[uz(p)] += x;
       set(parentBits, p);
       syncArc(t - 1, p, i, fp);
+    };
+    const std::uint64_t* parents = upRow(t - 1, i);
+    for (int w = 0; w < words_ && e > 0.0; ++w) {
+      std::uint64_t bits = parents[w];
+      while (bits != 0 && e > 0.0) {
+        const int p = w * 64 + __builtin_ctzll(bits);
+        bits &= bits - 1;
+        takeFrom(p);
+      }
+    }
+    for (int p = 0; p < n_ && e > 0.0; ++p) {
+      if (!isTouched_[uz((t - 1) * n_ + p)] || !test(adjacencyRow(t - 1, p), i)) continue;
+      if (f[uz(p) * uz(n_) + uz(i)] > 0.0) takeFrom(p);
     }
   }
 
