@@ -115,12 +115,16 @@ async function ensureInput(shape, causal) {
 
 const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 
-/** Runs `body` once as a warm-up, then repeats; returns {seconds (median), runs, last}. */
+/**
+ * Runs `body` once as a warm-up, then repeats; returns {seconds (median), runs, last}. Short runs
+ * are repeated for about half a second (up to 51 times): on this VM one run of a few ms varies by
+ * +-25%, and 5 of them left the 2-worker ratios of such runs to chance.
+ */
 async function timeRepeated(body) {
   let started = performance.now();
   let last = await body();
   const warm = (performance.now() - started) / 1000;
-  const repeats = warm > 10 ? 0 : warm > 1 ? 3 : 5;
+  const repeats = warm > 10 ? 0 : warm > 1 ? 3 : Math.min(51, Math.max(5, 2 * Math.floor(0.25 / warm) + 1));
   if (repeats === 0) return { seconds: warm, runs: [warm], last, note: 'one run (no warm-up: > 10 s)' };
   const runs = [];
   for (let k = 0; k < repeats; k++) {

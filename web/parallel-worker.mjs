@@ -3,14 +3,19 @@
 // loader, fuses the heads once, then computes the shares of work it is sent.
 //
 // Protocol (main -> worker):
-//   {type:'load', bytes: Uint8Array, name?, batch?, tokens?, fusion, heads}
+//   {type:'load', bytes: Uint8Array, name?, batch?, tokens?, fusion, heads, peers: (MessagePort|null)[]}
 //        -> {type:'ready', summary: {tokens, numLayers, numHeads, numTokens, fused, format, warnings}}
-//   {type:'sinks', id, options: {alpha, discard, layers}, shareRows, first, last}
-//        -> {type:'sinks', id, middleLayer, values: Float64Array} (FusedAttention.certificateSinks)
-//   {type:'compute', id, method, options: {alpha, discard, layers, rows, normalize, sinkValues?}}
+//        peers[p] is a channel to worker p of the pool (null at this worker's own index).
+//   {type:'compute', id, method, options: {alpha, discard, layers, rows, normalize},
+//    sinks?: {exchange, part, parts, shareRows, first, last}}
 //        -> {type:'progress', id, done, total} (flow only, throttled) ... then
 //           {type:'result', id, scores: Float64Array} (transferred)
 //   any failure -> {type:'error', id?, code, message}   (code null for a non-AttnflowError)
+// With `sinks`, workers 0..parts-1 each get one share of the same request: each computes the
+// flow certificate's sink values for sinks first..last-1 (FusedAttention.certificateSinks), sends
+// them straight to the other parts over the peer channels (worker to worker: no round trip
+// through the main thread), and computes its share with all of them joined (compute's
+// sinkValues).
 // Cancel is the main thread terminating this worker: a flow is one synchronous WebAssembly call,
 // so no message can reach the worker while it runs.
 import { FusedAttention, loadAttention } from './index.mjs';
@@ -18,12 +23,52 @@ import { FusedAttention, loadAttention } from './index.mjs';
 const PROGRESS_MS = 25;
 
 let fused = null;
+let peers = [];
 let send;
+// Sink values sent by the other parts, by exchange number (one per request; a peer may get
+// there before this worker): {values: all n, filled in as parts arrive; received: parts so far;
+// wake: set while waiting}.
+const exchanges = new Map();
+
+function exchangeOf(exchange) {
+  let entry = exchanges.get(exchange);
+  if (!entry) {
+    entry = { values: new Float64Array(fused.numTokens), received: 0, wake: null };
+    exchanges.set(exchange, entry);
+  }
+  return entry;
+}
+
+function receiveSinkValues({ exchange, first, values }) {
+  const entry = exchangeOf(exchange);
+  entry.values.set(values, first);
+  entry.received += 1;
+  entry.wake?.();
+}
+
+/** All n sink values of the request whose parts share `exchange`, or undefined when it uses no
+ * certificate. */
+async function joinedSinkValues(options, { exchange, part, parts, shareRows, first, last }) {
+  const { middleLayer, values } = fused.certificateSinks(options, shareRows, first, last);
+  if (middleLayer === 0) return undefined;  // the same for every part: none of them waits
+  for (let p = 0; p < parts; p++) {
+    if (p !== part) peers[p].postMessage({ exchange, first, values });
+  }
+  const entry = exchangeOf(exchange);
+  entry.values.set(values, first);
+  while (entry.received < parts - 1) await new Promise((resolve) => { entry.wake = resolve; });
+  exchanges.delete(exchange);
+  return entry.values;
+}
 
 async function handle(message) {
   try {
     if (message.type === 'load') {
       const { bytes, name, batch, tokens, fusion, heads } = message;
+      peers = message.peers;
+      for (const port of peers) {
+        if (port) port.onmessage = (event) => receiveSinkValues(event.data);
+      }
       const data = await loadAttention(bytes, { name, batch, tokens });
       fused = await FusedAttention.create(data, data.fused ? {} : { fusion, heads });
       send({
@@ -38,14 +83,10 @@ async function handle(message) {
           warnings: data.warnings ?? [],
         },
       });
-    } else if (message.type === 'sinks') {
-      const { id, options, shareRows, first, last } = message;
-      if (!fused) throw new Error('parallel worker: sinks before load');
-      const { middleLayer, values } = fused.certificateSinks(options, shareRows, first, last);
-      send({ type: 'sinks', id, middleLayer, values }, [values.buffer]);
     } else if (message.type === 'compute') {
-      const { id, method, options } = message;
+      const { id, method, options, sinks } = message;
       if (!fused) throw new Error('parallel worker: compute before load');
+      const sinkValues = sinks ? await joinedSinkValues(options, sinks) : undefined;
       let last = -Infinity;
       const onProgress = (done, total) => {
         const now = performance.now();
@@ -54,7 +95,9 @@ async function handle(message) {
           send({ type: 'progress', id, done, total });
         }
       };
-      const { scores } = fused.compute(method, { ...options, onProgress: method === 'flow' ? onProgress : undefined });
+      const { scores } = fused.compute(method, {
+        ...options, sinkValues, onProgress: method === 'flow' ? onProgress : undefined,
+      });
       // Result scores are a fresh copy out of the heap: transferring hands the buffer over.
       send({ type: 'result', id, scores }, [scores.buffer]);
     }

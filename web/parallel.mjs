@@ -4,16 +4,16 @@
 // code a single-threaded compute would run, and the merged result is bitwise the same.
 //
 // How work is split (flow only; raw and rollout are cheap and run whole on one worker):
-// - several rows: the rows are dealt round-robin into one share per worker (row i to share
-//   i mod workers), each share with every requested layer. Measured on the bench inputs, the two
-//   halves of BERT-base (L=12, n=128, all layers) took 914 and 908 ms against 1810 ms whole: the
-//   core shares the sink halves of its certificate between layers within a call, and rows of one
-//   layer cost about the same. Splitting by whole layers instead was capped near 1.5x, because one
-//   layer (layer 3 at alpha 0.5) alone took two thirds of the time; round-robin also balances
-//   causal inputs, where later rows cost more. The per-sink half of the core's certificate
-//   (about a third of a last-layer run at L=12, n=128) would be repeated by every share, so it is
-//   computed first, each worker taking a slice of the sinks, and the joined values are handed to
-//   every share (FusedAttention.certificateSinks, compute's sinkValues);
+// - several rows: one share per worker, each with every requested layer, the rows dealt in snake
+//   order (0, 1, 1, 0, 0, 1, ... for 2 workers) so that a cost growing with the row (causal
+//   inputs) evens out: the halves of the causal all-layers case at n=32 took 5.8 and 5.8 ms,
+//   against 5.6 and 6.1 ms dealt round-robin. Splitting by whole layers instead was capped near
+//   1.5x on BERT-base, because one layer (layer 3 at alpha 0.5) alone took two thirds of the time.
+//   The per-sink half of the core's certificate (about a third of a last-layer run at L=12,
+//   n=128) would be repeated by every share, so each worker computes it for a slice of the sinks
+//   and sends its slice straight to the others over channels set up when the pool opens (see
+//   parallel-worker.mjs): one message per worker and call. (Two phases through the main thread
+//   cost two extra message hops, ~0.3 ms of a 4 ms call on 2 vCPUs.)
 // - one row and several layers: one task per layer, deepest first, to whichever worker is idle.
 // Cancel (AbortSignal, or onProgress returning false) terminates the workers: a flow is one
 // synchronous WebAssembly call that cannot be interrupted from outside its thread.
@@ -100,12 +100,31 @@ function byteMessages(bytes, count) {
   });
 }
 
+/** peers[w][p]: worker w's end of a channel to worker p (null for p = w). */
+function peerChannels(count) {
+  const peers = Array.from({ length: count }, () => new Array(count).fill(null));
+  for (let a = 0; a < count; a++) {
+    for (let b = a + 1; b < count; b++) {
+      const { port1, port2 } = new MessageChannel();
+      peers[a][b] = port1;
+      peers[b][a] = port2;
+    }
+  }
+  return peers;
+}
+
 /** The shares of a resolved flow computation, as {layers, rows} tasks in dispatch order. */
 function splitWork(method, { layers, rows }, workers) {
   if (method !== 'flow' || workers === 1 || (rows.length === 1 && layers.length === 1)) return [{ layers, rows }];
   if (rows.length === 1) return [...layers].sort((a, b) => b - a).map((layer) => ({ layers: [layer], rows }));
+  // Dealt like a snake draft: rows 0..W-1 to shares 0..W-1, the next W to shares W-1..0, and so
+  // on, so that a cost growing with the row (causal inputs) evens out between the shares.
+  const shareOf = (k) => {
+    const pass = Math.floor(k / workers);
+    return pass % 2 === 0 ? k % workers : workers - 1 - (k % workers);
+  };
   return Array.from({ length: Math.min(workers, rows.length) }, (_, w) => ({
-    layers, rows: rows.filter((_, k) => k % workers === w),
+    layers, rows: rows.filter((_, k) => shareOf(k) === w),
   }));
 }
 
@@ -119,6 +138,7 @@ export class ParallelAttention {
   #fusion;
   #closed = false;
   #busy = Promise.resolve();
+  #nextId = 0;  // task ids are unique over the pool's life, so a late message is never mistaken
 
   constructor(workers, summary, fusion) {
     this.#workers = workers;
@@ -163,6 +183,7 @@ export class ParallelAttention {
         onAbort = () => finish(cancelled());
         signal?.addEventListener('abort', onAbort);
         const messages = byteMessages(bytes, count);
+        const peers = peerChannels(count);
         for (let w = 0; w < count; w++) {
           const slot = { terminate() {}, hold() {}, listener: null };
           slots.push(slot);
@@ -191,7 +212,8 @@ export class ParallelAttention {
             const { bytes: shared, transfer } = messages[w];
             worker.post({
               type: 'load', bytes: shared, name: input.name, batch: input.batch, tokens: input.tokens, ...fusion,
-            }, transfer);
+              peers: peers[w],
+            }, [...transfer, ...peers[w].filter(Boolean)]);
           }, (error) => finish(error));
         }
       });
@@ -217,11 +239,12 @@ export class ParallelAttention {
     const { alpha, discard, layers, rows, normalize } = resolved;
     const n = this.numTokens;
     const tasks = splitWork(method, resolved, this.#workers.length);
-    // Shares of rows over the same layers can share the flow certificate's per-sink work.
+    // Shares of rows over the same layers, one per worker, share the flow certificate's per-sink
+    // work: worker w computes the sink values of slice w and sends it to the others.
     const sharesSinks = method === 'flow' && tasks.length > 1 && tasks.every((task) => task.layers === layers);
-    const scores = new Float64Array(layers.length * rows.length * n);
-    const layerIndex = new Map(layers.map((layer, k) => [layer, k]));
-    const rowIndex = new Map(rows.map((row, k) => [row, k]));
+    const shareRows = Math.min(...tasks.map((task) => task.rows.length));
+    const firstId = this.#nextId;
+    this.#nextId += tasks.length;
     const total = layers.length * rows.length * n;
     const shareDone = new Float64Array(tasks.length);
     const { signal, onProgress } = options;
@@ -241,6 +264,7 @@ export class ParallelAttention {
         let next = 0;
         let finished = 0;
         let settled = false;
+        let scores;  // allocated at the first result, not before the workers have their tasks
         this.#workers.forEach((slot) => slot.hold(true));
         const finish = (error) => {
           if (settled) return;
@@ -266,11 +290,13 @@ export class ParallelAttention {
           for (let t = 0; t < tasks.length; t++) done += shareDone[t];
           if (onProgress(Math.min(total - 1, Math.floor(done)), total) === false) finish(cancelled());
         };
-        let sinkValues;  // the certificate's sink values, joined from every worker's part
+        const layerIndex = new Map(layers.map((layer, k) => [layer, k]));
+        const rowIndex = new Map(rows.map((row, k) => [row, k]));
         const dispatch = (slot) => {
           if (next >= tasks.length) return;
-          const id = next++;
-          const task = tasks[id];
+          const t = next++;
+          const id = firstId + t;
+          const task = tasks[t];
           slot.listener = (message) => {
             if (settled) return;
             if (message.type === 'error') {
@@ -278,10 +304,11 @@ export class ParallelAttention {
             } else if (message.id !== id) {
               // a late message of an earlier task: ignore
             } else if (message.type === 'progress') {
-              shareDone[id] = (task.layers.length * task.rows.length * n * message.done) / message.total;
+              shareDone[t] = (task.layers.length * task.rows.length * n * message.done) / message.total;
               report();
             } else if (message.type === 'result') {
               const { scores: part } = message;
+              scores ??= new Float64Array(layers.length * rows.length * n);
               task.layers.forEach((layer, tl) => {
                 const l = layerIndex.get(layer);
                 task.rows.forEach((row, tr) => {
@@ -289,42 +316,19 @@ export class ParallelAttention {
                   scores.set(part.subarray(from, from + n), (l * rows.length + rowIndex.get(row)) * n);
                 });
               });
-              shareDone[id] = task.layers.length * task.rows.length * n;
+              shareDone[t] = task.layers.length * task.rows.length * n;
               if (++finished === tasks.length) finish(null);
               else dispatch(slot);
             }
           };
-          slot.post({ type: 'compute', id, method, options: { alpha, discard, layers: task.layers, rows: task.rows, normalize, sinkValues } });
+          const sinks = sharesSinks
+            ? { exchange: firstId, part: t, parts: tasks.length, shareRows, first: Math.floor((n * t) / tasks.length), last: Math.floor((n * (t + 1)) / tasks.length) }
+            : undefined;
+          slot.post({ type: 'compute', id, method, options: { alpha, discard, layers: task.layers, rows: task.rows, normalize }, sinks });
         };
-        if (!sharesSinks) {
-          this.#workers.forEach(dispatch);
-          return;
-        }
-        // First every worker computes the certificate's sink values of a slice of the sinks, so
-        // that no share repeats them (a third of a last-layer run at L=12, n=128); then the shares.
-        const shareRows = Math.min(...tasks.map((task) => task.rows.length));
-        const parts = this.#workers.length;
-        const joined = new Float64Array(n);
-        let partsDone = 0;
-        let middleLayer = 0;
-        this.#workers.forEach((slot, w) => {
-          const id = tasks.length + w;
-          const first = Math.floor((n * w) / parts);
-          slot.listener = (message) => {
-            if (settled) return;
-            if (message.type === 'error') {
-              finish(message.code ? new AttnflowError(message.code, message.message) : new Error(message.message));
-            } else if (message.type === 'sinks' && message.id === id) {
-              middleLayer = message.middleLayer;
-              joined.set(message.values, first);
-              if (++partsDone === parts) {
-                if (middleLayer > 0) sinkValues = joined;
-                this.#workers.forEach(dispatch);
-              }
-            }
-          };
-          slot.post({ type: 'sinks', id, options: { alpha, discard, layers }, shareRows, first, last: Math.floor((n * (w + 1)) / parts) });
-        });
+        // With sinks shared, task t goes to worker t (its peers expect it there); tasks.length
+        // is at most the number of workers then.
+        this.#workers.forEach(dispatch);
       });
     } finally {
       signal?.removeEventListener('abort', onAbort);

@@ -67,8 +67,8 @@ test('flow of one layer (rows split) equals single-threaded compute bitwise, als
 });
 
 test('flow whose certificate sink values are computed in parts by the workers equals single-threaded compute bitwise', async () => {
-  // L >= 6 and shares of >= 8 rows: the core uses its middle-layer certificate, and the pool has
-  // each worker compute the sink values of a slice of the sinks, then hands all of them to every share.
+  // L >= 6 and shares of >= 8 rows: the core uses its middle-layer certificate, and each worker
+  // computes the sink values of a slice of the sinks and sends them to the other workers.
   for (const shape of [{ layers: 8, heads: 3, tokens: 24, seed: 3 }, { layers: 7, heads: 2, tokens: 24, seed: 4, causal: true }]) {
     const bytes = syntheticNpy(shape);
     const fused = await FusedAttention.create(await loadAttention(bytes, { name: 'x.npy' }));
