@@ -21,7 +21,8 @@
 //       mean, mixes the residual, times the flow computation and prints one JSON line
 //       {"seconds": median, "runs": [...], "pairs": ...}. --causal only picks the default row.
 //
-// Timing: one warm-up run, then 5 runs (3 if a run takes over 1 s, none over 10 s); median.
+// Timing: one warm-up run, then 3 runs if it took over 1 s, none over 10 s, else as many as fit
+// in about half a second (5 to 51, odd); median. The same rule as bench/run.mjs.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -59,7 +60,7 @@ Timing timeRepeated(const std::function<void()>& body) {
   body();
   const double warm = now() - start;
   if (warm > 10.0) return {warm, {warm}};
-  const int repeats = warm > 1.0 ? 3 : 5;
+  const int repeats = warm > 1.0 ? 3 : 2 * static_cast<int>(std::clamp(0.25 / warm, 2.0, 25.0)) + 1;
   std::vector<double> runs;
   for (int k = 0; k < repeats; ++k) {
     start = now();
