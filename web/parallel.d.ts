@@ -36,8 +36,8 @@ export interface ParallelComputeOptions extends ComputeOptions {
 /**
  * A pool of workers that each loaded the input and fused its heads once; compute many times,
  * then close(). Flow work is split by rows (one share per worker, rows dealt in snake order,
- * every requested layer in each share); a single row over several layers is split by layers. Raw and rollout run
- * whole on one worker. Computations on one pool run one after another.
+ * every requested layer in each share); a single row over several layers is split by layers.
+ * Raw and rollout run whole on one worker. Computations on one pool run one after another.
  */
 export class ParallelAttention {
   /** Rejects with the loader's AttnflowError (same code and message) for a bad input. */
