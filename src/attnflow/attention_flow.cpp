@@ -581,10 +581,13 @@ class LayeredFlow {
     // Each wave but the last kills a node or moves the remainders below kEps; the cap is only a
     // guard against rounding ping-pong (the last wave gives everything back to layer t0).
     const int maxWaves = (depth_ - t0) * n_ + 2;
+    // The lowest layer that may hold excess: the sweeps stop there (the two layers above the
+    // bottom never hold any, nor, near the top, the layers the waves have not reached yet).
+    int deepest = t0;
     for (int wave = 0;; ++wave) {
       const bool last = wave >= maxWaves;
       // Forward: every live node holding excess pushes it to live children, top layer first.
-      for (int t = t0; t < depth_; ++t) {
+      for (int t = t0; t <= deepest; ++t) {
         std::uint64_t* held = t == t0 ? excessBits_.data() : waveBits(t);
         double* ex = t == t0 ? excess_.data() : waveExcess(t);
         std::uint64_t* live = levelSet(t + 1) + uz(t) * uz(words_);
@@ -620,6 +623,7 @@ class LayeredFlow {
                 });
               } else {
                 touch(t * n_ + i);
+                deepest = std::max(deepest, t + 1);
                 forEachBoth(res, below, [&](int k) {
                   const double x = std::min(e, cap[k] - f[k]);
                   f[k] += x;
@@ -652,7 +656,7 @@ class LayeredFlow {
       // Backward, bottom layer first: dead nodes (and tiny remainders) give back what they hold;
       // live nodes that hold more than kEps try again in the next wave.
       bool again = false;
-      for (int t = depth_ - 1; t > t0; --t) {
+      for (int t = deepest; t > t0; --t) {
         std::uint64_t* held = waveBits(t);
         double* ex = waveExcess(t);
         const std::uint64_t* live = levelSet(t + 1) + uz(t) * uz(words_);
