@@ -310,6 +310,18 @@ class LayeredFlow {
       for (std::uint64_t m = bits[w]; m != 0; m &= m - 1) fn(w * 64 + __builtin_ctzll(m));
     }
   }
+  // Calls fn(k) for every k set in both a and b (one layer), in increasing order, while fn
+  // returns true. Each word of a & b is read once, so fn may clear bit k itself (the walk is past
+  // it) but must not change bits above k. Cheaper than firstBoth() from k + 1 per visit on the
+  // wave's hot loops, which visit several children per node.
+  template <typename Fn>
+  ATTNFLOW_HOT void forEachBoth(const std::uint64_t* a, const std::uint64_t* b, Fn fn) const {
+    for (int w = 0; w < words_; ++w) {
+      for (std::uint64_t m = a[w] & b[w]; m != 0; m &= m - 1) {
+        if (!fn(w * 64 + __builtin_ctzll(m))) return;
+      }
+    }
+  }
   static void set(std::uint64_t* bits, int k) { bits[k / 64] |= std::uint64_t{1} << (k % 64); }
   static void clear(std::uint64_t* bits, int k) { bits[k / 64] &= ~(std::uint64_t{1} << (k % 64)); }
   // The first k >= from with bit k set in both a and b, or n_ if none.
@@ -532,8 +544,8 @@ class LayeredFlow {
     double* f = flowMat(t) + uz(i) * uz(n_);
     touch(t * n_ + i);
     double left = amount;
-    for (int k = firstBoth(res, bottom, 0); k < n_ && left > kEps;
-         k = firstBoth(res, bottom, k + 1)) {
+    if (left <= kEps) return 0.0;
+    forEachBoth(res, bottom, [&](int k) {
       const double room = c_[k] - ft_[uz(k)];
       const double x = std::min(std::min(left, cap[k] - f[k]), room);
       if (x > 0.0) {
@@ -543,7 +555,8 @@ class LayeredFlow {
         left -= x;
       }
       if (room - x <= kEps) clear(bottom, k);
-    }
+      return left > kEps;
+    });
     return amount - left;
   }
 
@@ -568,10 +581,13 @@ class LayeredFlow {
     // Each wave but the last kills a node or moves the remainders below kEps; the cap is only a
     // guard against rounding ping-pong (the last wave gives everything back to layer t0).
     const int maxWaves = (depth_ - t0) * n_ + 2;
+    // The lowest layer that may hold excess: the sweeps stop there (the two layers above the
+    // bottom never hold any, nor, near the top, the layers the waves have not reached yet).
+    int deepest = t0;
     for (int wave = 0;; ++wave) {
       const bool last = wave >= maxWaves;
       // Forward: every live node holding excess pushes it to live children, top layer first.
-      for (int t = t0; t < depth_; ++t) {
+      for (int t = t0; t <= deepest; ++t) {
         std::uint64_t* held = t == t0 ? excessBits_.data() : waveBits(t);
         double* ex = t == t0 ? excess_.data() : waveExcess(t);
         std::uint64_t* live = levelSet(t + 1) + uz(t) * uz(words_);
@@ -594,7 +610,7 @@ class LayeredFlow {
               } else if (t + 3 == depth_) {
                 touch(t * n_ + i);
                 std::uint64_t* next = levelSet(t + 2) + uz(t + 1) * uz(words_);
-                for (int k = firstBoth(res, next, 0); k < n_; k = firstBoth(res, next, k + 1)) {
+                forEachBoth(res, next, [&](int k) {
                   const double offer = std::min(e, cap[k] - f[k]);
                   const double got = passToLeaves(t + 1, k, offer);
                   if (got > 0.0) {
@@ -603,19 +619,20 @@ class LayeredFlow {
                     e -= got;
                   }
                   if (offer - got > kEps) clear(next, k);
-                  if (e <= kEps) break;
-                }
+                  return e > kEps;
+                });
               } else {
                 touch(t * n_ + i);
-                for (int k = firstBoth(res, below, 0); k < n_; k = firstBoth(res, below, k + 1)) {
+                deepest = std::max(deepest, t + 1);
+                forEachBoth(res, below, [&](int k) {
                   const double x = std::min(e, cap[k] - f[k]);
                   f[k] += x;
                   syncArc(t, i, k, f[k]);
                   exBelow[uz(k)] += x;
                   set(heldBelow, k);
                   e -= x;
-                  if (e <= kEps) break;
-                }
+                  return e > kEps;
+                });
               }
             } else {
               const double room = c_[i] - ft_[uz(i)];
@@ -639,7 +656,7 @@ class LayeredFlow {
       // Backward, bottom layer first: dead nodes (and tiny remainders) give back what they hold;
       // live nodes that hold more than kEps try again in the next wave.
       bool again = false;
-      for (int t = depth_ - 1; t > t0; --t) {
+      for (int t = deepest; t > t0; --t) {
         std::uint64_t* held = waveBits(t);
         double* ex = waveExcess(t);
         const std::uint64_t* live = levelSet(t + 1) + uz(t) * uz(words_);
