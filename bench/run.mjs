@@ -60,6 +60,7 @@ if (argv.help) {
   process.exit(0);
 }
 const QUICK = Boolean(argv.quick);
+const ROUNDS = 3;  // interleaved timing rounds of attnflow per flow case (see flowCase)
 const ONLY = argv.only ? new Set(argv.only.split(',')) : null;
 
 const log = (text) => process.stderr.write(`bench: ${text}\n`);
@@ -222,37 +223,53 @@ async function flowCase(c, native) {
   const n = c.shape.tokens;
   const total = layers.length * rows.length * n;
   const options = { alpha: c.alpha, layers, rows, normalize: false };
-  log(`${c.id}: attnflow WASM (${total} max-flows)`);
-  const wasm = await timeRepeated(() => input.fused.compute('flow', options));
-  const values = wasm.last.scores;
   const common = { case: c.id, what: c.what, pairs_total: total };
-  const attn = { ...common, impl: 'attnflow-wasm', seconds: wasm.seconds, runs: wasm.runs, note: wasm.note };
+  if (rows.length > 1 && !input.pool) {
+    const started = performance.now();
+    input.pool = await ParallelAttention.open({ bytes: input.bytes, name: path }, { workers: 2 });
+    input.poolOpenSeconds = (performance.now() - started) / 1000;
+  }
+  // attnflow is timed in ROUNDS interleaved rounds (WASM, 2 workers, native, WASM, ...), each a
+  // warm-up and a median; a case's figure is its best round. Noise on this VM only ever adds
+  // time and comes in bursts of seconds, which one block of runs could fall into entirely while
+  // the implementation it is compared with did not (a full run once put the causal one-row case
+  // at 2.35 ms against 1.5-1.6 ms in every other run, and 2 workers at 1.25x instead of 1.8-1.9x).
+  const timed = { wasm: [], pool: [], native: [] };
+  for (let round = 0; round < ROUNDS; round++) {
+    log(`${c.id}: attnflow WASM (${total} max-flows), round ${round + 1} of ${ROUNDS}`);
+    timed.wasm.push(await timeRepeated(() => input.fused.compute('flow', options)));
+    if (input.pool && rows.length > 1) {
+      log(`${c.id}: attnflow WASM, 2 workers, round ${round + 1}`);
+      timed.pool.push(await timeRepeated(() => input.pool.compute('flow', options)));
+    }
+    if (native) {
+      log(`${c.id}: attnflow native, round ${round + 1}`);
+      const result = await native.run(c, { layers, rows, path });
+      if (result) timed.native.push(result);
+    }
+  }
+  const best = (list) => list.reduce((a, b) => (b.seconds < a.seconds ? b : a));
+  const roundsOf = (list) => ({ round_seconds: list.map((t) => t.seconds), runs: list.flatMap((t) => t.runs) });
+  const wasm = best(timed.wasm);
+  const values = timed.wasm.at(-1).last.scores;
+  const attn = { ...common, impl: 'attnflow-wasm', seconds: wasm.seconds, ...roundsOf(timed.wasm), note: wasm.note };
   if (c.targetMs) Object.assign(attn, { target_seconds: c.targetMs / 1000, met: wasm.seconds <= c.targetMs / 1000 });
   record(attn);
 
-  if (rows.length > 1) {
-    if (!input.pool) {
-      const started = performance.now();
-      input.pool = await ParallelAttention.open({ bytes: input.bytes, name: path }, { workers: 2 });
-      input.poolOpenSeconds = (performance.now() - started) / 1000;
-    }
-    log(`${c.id}: attnflow WASM, 2 workers`);
-    const par = await timeRepeated(() => input.pool.compute('flow', options));
-    const identical = par.last.scores.every((v, k) => Object.is(v, values[k]));
+  if (timed.pool.length) {
+    const par = best(timed.pool);
+    const identical = timed.pool.every((t) => t.last.scores.every((v, k) => Object.is(v, values[k])));
     record({
-      ...common, impl: 'attnflow-wasm-2workers', seconds: par.seconds, runs: par.runs, note: par.note,
+      ...common, impl: 'attnflow-wasm-2workers', seconds: par.seconds, ...roundsOf(timed.pool), note: par.note,
       speedup: wasm.seconds / par.seconds, target_speedup: 1.7, met: wasm.seconds / par.seconds >= 1.7,
       bitwise_equal: identical, pool_open_seconds: input.poolOpenSeconds,
     });
   }
 
-  if (native) {
-    log(`${c.id}: attnflow native`);
-    const result = await native.run(c, { layers, rows, path });
-    if (result) {
-      const ratio = wasm.seconds / result.seconds;
-      record({ ...common, impl: 'attnflow-native', seconds: result.seconds, runs: result.runs, note: result.note, wasm_over_native: ratio, target_wasm_over_native: 1.5, met: ratio <= 1.5 });
-    }
+  if (timed.native.length) {
+    const result = best(timed.native);
+    const ratio = wasm.seconds / result.seconds;
+    record({ ...common, impl: 'attnflow-native', seconds: result.seconds, ...roundsOf(timed.native), note: result.note, wasm_over_native: ratio, target_wasm_over_native: 1.5, met: ratio <= 1.5 });
   }
 
   // Peers, on a random sample of the pairs when they cannot do them all within the budget.
