@@ -461,23 +461,16 @@ class LayeredFlow {
     if (!any) return;
     for (int t = depth_ - 1; t >= 1; --t) {
       zeroFill(excessNextBits_.data(), excessNextBits_.size());
-      for (int iw = 0; iw < words_; ++iw) {
-       for (std::uint64_t ibits = excessBits_[uz(iw)]; ibits != 0; ibits &= ibits - 1) {
-        const int i = iw * 64 + __builtin_ctzll(ibits);
+      forEachBit(excessBits_.data(), [&](int i) {
         const double e = excess_[uz(i)];
         excess_[uz(i)] = 0.0;
         if (e > 0.0) cancelInto(t, i, e, excessNext_.data(), excessNextBits_.data());
-       }
-      }
+      });
       excess_.swap(excessNext_);
       excessBits_.swap(excessNextBits_);
       if (pushDown) {
         double total = 0.0;
-        for (int w = 0; w < words_; ++w) {
-          for (std::uint64_t bits = excessBits_[uz(w)]; bits != 0; bits &= bits - 1) {
-            total += std::max(0.0, excess_[uz(w * 64 + __builtin_ctzll(bits))]);
-          }
-        }
+        forEachBit(excessBits_.data(), [&](int k) { total += std::max(0.0, excess_[uz(k)]); });
         if (total > kEps) {
           // When the leaf arcs are full (often: the sink's in-arcs are the cut) no push-down can
           // succeed, and trying costs a search of every layer below. The room is summed once and
@@ -493,14 +486,17 @@ class LayeredFlow {
         }
       }
     }
-    for (int w = 0; w < words_; ++w) {
-      for (std::uint64_t bits = excessBits_[uz(w)]; bits != 0; bits &= bits - 1) {
-        const int k = w * 64 + __builtin_ctzll(bits);
-        fs_[uz(k)] = std::max(0.0, fs_[uz(k)] - std::max(0.0, excess_[uz(k)]));
-        excess_[uz(k)] = 0.0;
-      }
-      excessBits_[uz(w)] = 0;
-    }
+    returnExcessToSource();
+  }
+
+  // What layer-0 nodes still hold (excess_, excessBits_) goes back to S: it comes off their source
+  // arcs, and the excess is cleared.
+  void returnExcessToSource() {
+    forEachBit(excessBits_.data(), [&](int k) {
+      fs_[uz(k)] = std::max(0.0, fs_[uz(k)] - std::max(0.0, excess_[uz(k)]));
+      excess_[uz(k)] = 0.0;
+    });
+    zeroFill(excessBits_.data(), excessBits_.size());
   }
 
   // Cancels e units of flow on arcs into node (t, i), t >= 1, from its parents: those with flow
@@ -600,7 +596,7 @@ class LayeredFlow {
             const double tried = e;
             if (t + 1 < depth_) {
               const std::uint64_t* res = residualRow(t, i);
-              const std::uint64_t* below = levelSet(t + 2) + uz(t + 1) * uz(words_);
+              std::uint64_t* below = levelSet(t + 2) + uz(t + 1) * uz(words_);
               double* exBelow = waveExcess(t + 1);
               std::uint64_t* heldBelow = waveBits(t + 1);
               const double* cap = mats_[uz(t)] + uz(i) * uz(n_);
@@ -609,8 +605,7 @@ class LayeredFlow {
                 e -= passToLeaves(t, i, e);
               } else if (t + 3 == depth_) {
                 touch(t * n_ + i);
-                std::uint64_t* next = levelSet(t + 2) + uz(t + 1) * uz(words_);
-                forEachBoth(res, next, [&](int k) {
+                forEachBoth(res, below, [&](int k) {
                   const double offer = std::min(e, cap[k] - f[k]);
                   const double got = passToLeaves(t + 1, k, offer);
                   if (got > 0.0) {
@@ -618,7 +613,7 @@ class LayeredFlow {
                     syncArc(t, i, k, f[k]);
                     e -= got;
                   }
-                  if (offer - got > kEps) clear(next, k);
+                  if (offer - got > kEps) clear(below, k);
                   return e > kEps;
                 });
               } else {
@@ -708,14 +703,7 @@ class LayeredFlow {
       }
     });
     (void)pushDownWave(0, want);
-    for (int w = 0; w < words_; ++w) {
-      for (std::uint64_t bits = excessBits_[uz(w)]; bits != 0; bits &= bits - 1) {
-        const int k = w * 64 + __builtin_ctzll(bits);
-        fs_[uz(k)] = std::max(0.0, fs_[uz(k)] - excess_[uz(k)]);
-        excess_[uz(k)] = 0.0;
-      }
-      excessBits_[uz(w)] = 0;
-    }
+    returnExcessToSource();
   }
 
   // What the live bottom nodes of the phase-1 levels can still pass to T: a bound on any flow
