@@ -5,9 +5,11 @@
 // Exactness argument of the fast path, in one place:
 // * Every value it returns is either the value of a feasible flow that no augmenting path can
 //   increase (Dinic's stopping rule: the sink is unreachable in the residual graph), or the
-//   capacity of an s-t cut met by a feasible flow (then flow == cut == maximum). Residual
-//   capacities <= kEps (1e-15) count as saturated and "met" means within kMetTol (4e-15), so
-//   returned values agree with the true maximum to ~1e-14 on unit-scale capacities.
+//   capacity of an s-t cut met by a feasible flow (then flow == cut == maximum), or, for graphs
+//   at most a few live nodes wide (narrowMinCut()), the capacity of the minimum cut found by
+//   enumerating every cut (max-flow/min-cut). Residual capacities <= kEps (1e-15) count as
+//   saturated and "met" means within kMetTol (4e-15), so returned values agree with the true
+//   maximum to ~1e-14 on unit-scale capacities.
 // * Warm starts (keeping the previous sink's flow) and the middle-layer certificate only choose
 //   where the search starts or which feasible flow is exhibited; they never skip the proof.
 #include "attnflow/attention_flow.hpp"
@@ -212,6 +214,7 @@ class LayeredFlow {
       isTouched_[uz(v)] = 0;
     }
     touched_.clear();
+    flowFacts_ = nullptr;
     zeroFill(up_.data(), up_.size());
     zeroFill(fs_.data(), fs_.size());
     zeroFill(ft_.data(), ft_.size());
@@ -246,10 +249,14 @@ class LayeredFlow {
 
   /// A cut bound for leaf capacities c: the source arcs; or, for every layer-(D-1) node that S
   /// reaches, the cheaper of its leaf arc and its in-arcs from reachable nodes.
-  double upperBound(const double* c) const {
-    const std::uint64_t* bottom = reachLayer(depth_ - 1);
+  double upperBound(const double* c) {
+    // Nodes with c[k] == 0 add nothing, so only the others are visited (on causal inputs the
+    // sink's window, about half of the nodes S reaches).
     double sum = 0.0;
-    forEachBit(bottom, [&](int k) { sum += std::min(c[k], inCap_[uz(k)]); });
+    forEachBoth(reachLayer(depth_ - 1), leafFacts(c).positive.data(), [&](int k) {
+      sum += std::min(c[k], inCap_[uz(k)]);
+      return true;
+    });
     return std::min(sum, sourceCap_);
   }
 
@@ -260,9 +267,11 @@ class LayeredFlow {
   /// the flow meets it.
   double solve(const double* c, double bound) {
     c_ = c;
+    facts_ = &leafFacts(c);
     // Nodes that cannot reach T carry no flow and are dead ends even in the residual graph;
     // the source arcs into the others are a cut.
-    bound = std::min(bound, coreachBound(c));
+    bound = std::min(bound, coreachBound());
+    if (isNarrow()) return std::min(bound, narrowMinCut());
     // Phase 1: the layers themselves are a level graph (downward arcs only), so no BFS. The
     // excess of leaf arcs that shrank is walked up along flow-carrying arcs and, at each layer
     // on the way, first pushed back down on these levels (see cancelExcess()); only what cannot
@@ -321,6 +330,13 @@ class LayeredFlow {
         if (!fn(w * 64 + __builtin_ctzll(m))) return;
       }
     }
+  }
+  // forEachBoth(), but node `first` (if set in both) comes before the others.
+  template <typename Fn>
+  ATTNFLOW_HOT void forEachBothFrom(const std::uint64_t* a, const std::uint64_t* b, int first,
+                                    Fn fn) const {
+    if (test(a, first) && test(b, first) && !fn(first)) return;
+    forEachBoth(a, b, [&](int k) { return k == first || fn(k); });
   }
   static void set(std::uint64_t* bits, int k) { bits[k / 64] |= std::uint64_t{1} << (k % 64); }
   static void clear(std::uint64_t* bits, int k) { bits[k / 64] &= ~(std::uint64_t{1} << (k % 64)); }
@@ -381,22 +397,30 @@ class LayeredFlow {
     }
   }
 
-  /// A second cut bound: the source arcs into layer-0 nodes that can reach T at all.
-  double coreachBound(const double* c) {
-    // Nodes that can reach T in the whole graph do not depend on the source, so they are kept
-    // per leaf-capacity array (the callers pass the same arrays again for every source); a node
-    // S reaches that can reach T does so through nodes S reaches, so the live set here is that
-    // static set intersected with reach_.
-    auto found = staticCoreach_.find(c);
-    if (found == staticCoreach_.end()) {
-      std::vector<std::uint64_t> co(uz(layerWords_), 0);
-      std::uint64_t* bottom = co.data() + uz(depth_ - 1) * uz(words_);
+  // Facts about leaf capacities c that do not depend on the source, kept per array (the callers
+  // pass the same arrays again for every source): the nodes that can reach T in the whole graph
+  // (see coreachBound()), and the bottom nodes with c[k] > 0, the only ones whose leaf arc can
+  // carry flow.
+  struct LeafFacts {
+    std::vector<std::uint64_t> coreach;   // per layer
+    std::vector<std::uint64_t> positive;  // bottom layer
+  };
+
+  const LeafFacts& leafFacts(const double* c) {
+    if (c == lastFactsKey_) return *lastFacts_;
+    auto found = leafFacts_.find(c);
+    if (found == leafFacts_.end()) {
+      LeafFacts facts;
+      facts.positive.assign(uz(words_), 0);
+      facts.coreach.assign(uz(layerWords_), 0);
+      std::uint64_t* bottom = facts.coreach.data() + uz(depth_ - 1) * uz(words_);
       for (int k = 0; k < n_; ++k) {
+        if (c[k] > 0.0) set(facts.positive.data(), k);
         if (c[k] > kEps) set(bottom, k);
       }
       for (int t = depth_ - 2; t >= 0; --t) {
-        const std::uint64_t* below = co.data() + uz(t + 1) * uz(words_);
-        std::uint64_t* here = co.data() + uz(t) * uz(words_);
+        const std::uint64_t* below = facts.coreach.data() + uz(t + 1) * uz(words_);
+        std::uint64_t* here = facts.coreach.data() + uz(t) * uz(words_);
         for (int i = 0; i < n_; ++i) {
           const std::uint64_t* bits = adjacencyRow(t, i);
           for (int w = 0; w < words_; ++w) {
@@ -407,9 +431,18 @@ class LayeredFlow {
           }
         }
       }
-      found = staticCoreach_.emplace(c, std::move(co)).first;
+      found = leafFacts_.emplace(c, std::move(facts)).first;
     }
-    const std::uint64_t* co = found->second.data();
+    lastFactsKey_ = c;
+    lastFacts_ = &found->second;
+    return found->second;
+  }
+
+  /// A second cut bound: the source arcs into layer-0 nodes that can reach T at all.
+  double coreachBound() {
+    // A node S reaches that can reach T does so through nodes S reaches, so the live set is the
+    // static set of leafFacts() intersected with reach_.
+    const std::uint64_t* co = facts_->coreach.data();
     for (std::size_t x = 0; x < uz(layerWords_); ++x) coreach_[x] = co[x] & reach_[x];
     const std::uint64_t* top = coreachLayer(0);
     double sum = 0.0;
@@ -417,10 +450,99 @@ class LayeredFlow {
     return sum;
   }
 
-  // Leaf flows are non-zero only at bottom nodes that S reaches.
+  // Graphs whose live nodes (coreach_) number at most kNarrow on every layer are solved by
+  // enumerating cuts instead (narrowMinCut()): on causal inputs, the pairs whose window j..r is
+  // that narrow (506 of the 8,256 pairs of the causal last layer at n = 128). Warm-started, these
+  // were the costliest solves per pair: the previous sink's flow had to move almost entirely,
+  // and most of them ended below every bound and needed a final BFS. Wider windows cost more to
+  // enumerate than to solve (kNarrow = 5 was slower than 4, 4 faster than 3).
+  static constexpr int kNarrow = 4;
+
+  bool isNarrow() const {
+    for (int t = 0; t < depth_; ++t) {
+      int count = 0;
+      const std::uint64_t* live = coreachLayer(t);
+      for (int w = 0; w < words_; ++w) count += __builtin_popcountll(live[w]);
+      if (count > kNarrow) return false;
+    }
+    return true;
+  }
+
+  // The minimum cut, by dynamic programming over the layers: a cut is a choice of source-side
+  // nodes X_t on every layer, and its capacity is a sum of terms that each join two neighbouring
+  // layers (S -> layer 0 into nodes outside X_0, arcs from X_t to nodes outside X_t+1, leaf arcs
+  // out of X_D-1), so the cheapest cut ending in each subset of a layer follows from those of the
+  // layer above. Only live nodes need a side: nodes S does not reach go to T's side and nodes
+  // that cannot reach T to S's side, which adds no arc of capacity > kEps (the solver ignores
+  // those arcs as well). By max-flow/min-cut this is the maximum flow; the flow itself is left
+  // as it was (the next solve starts from the last one that ran).
+  double narrowMinCut() const {
+    constexpr int kSubsets = 1 << kNarrow;
+    int nodes[2][kNarrow] = {};
+    double cost[2][kSubsets];
+    // Layer 0: S's arcs into the nodes outside X are cut.
+    int count = 0;
+    forEachBit(coreachLayer(0), [&](int k) { nodes[0][count++] = k; });
+    int m = count;
+    for (int x = 0; x < (1 << m); ++x) {
+      double sum = 0.0;
+      for (int a = 0; a < m; ++a) {
+        if (!(x >> a & 1)) sum += s_[nodes[0][a]];
+      }
+      cost[0][x] = sum;
+    }
+    int cur = 0;
+    for (int t = 0; t + 1 < depth_; ++t) {
+      const int nxt = cur ^ 1;
+      count = 0;
+      forEachBit(coreachLayer(t + 1), [&](int k) { nodes[nxt][count++] = k; });
+      const int mNext = count;
+      const double* mat = mats_[uz(t)];
+      // out[a][z]: capacity of the arcs from node a of layer t into the subset z of layer t+1.
+      double out[kNarrow][kSubsets];
+      for (int a = 0; a < m; ++a) {
+        const double* row = mat + uz(nodes[cur][a]) * uz(n_);
+        out[a][0] = 0.0;
+        for (int z = 1; z < (1 << mNext); ++z) {
+          const int lowest = nodes[nxt][__builtin_ctz(static_cast<unsigned>(z))];
+          out[a][z] = out[a][z & (z - 1)] + row[lowest];
+        }
+      }
+      const int fullNext = (1 << mNext) - 1;
+      for (int y = 0; y <= fullNext; ++y) {
+        const int z = fullNext ^ y;
+        double cut[kSubsets];
+        cut[0] = 0.0;
+        double best = cost[cur][0];
+        for (int x = 1; x < (1 << m); ++x) {
+          cut[x] = cut[x & (x - 1)] + out[__builtin_ctz(static_cast<unsigned>(x))][z];
+          best = std::min(best, cost[cur][x] + cut[x]);
+        }
+        cost[nxt][y] = best;
+      }
+      cur = nxt;
+      m = mNext;
+    }
+    // The leaf arcs out of X are cut.
+    double best = std::numeric_limits<double>::infinity();
+    for (int x = 0; x < (1 << m); ++x) {
+      double sum = cost[cur][x];
+      for (int a = 0; a < m; ++a) {
+        if (x >> a & 1) sum += c_[nodes[cur][a]];
+      }
+      best = std::min(best, sum);
+    }
+    return best;
+  }
+
+  // Leaf flows are non-zero only at bottom nodes that S reaches and whose leaf capacity is
+  // positive.
   double currentValue() const {
     double v = 0.0;
-    forEachBit(reachLayer(depth_ - 1), [&](int k) { v += ft_[uz(k)]; });
+    forEachBoth(reachLayer(depth_ - 1), facts_->positive.data(), [&](int k) {
+      v += ft_[uz(k)];
+      return true;
+    });
     return v;
   }
 
@@ -430,16 +552,22 @@ class LayeredFlow {
   // carry flow restores conservation at every node.
   // Only the nodes in excessBits_ may hold a non-zero excess_ (excessNext_ is all zero between
   // layers), so the walk visits those alone instead of every node of every layer.
+  // Leaf flows can be non-zero only where the previous solve's leaf capacities were positive
+  // (none since setSource()), so only those nodes are visited.
   void takeLeafExcess() {
     zeroFill(excessBits_.data(), excessBits_.size());
-    forEachBit(reachLayer(depth_ - 1), [&](int k) {
-      const double e = ft_[uz(k)] - c_[k];
-      if (e > 0.0) {
-        excess_[uz(k)] = e;
-        ft_[uz(k)] = c_[k];
-        set(excessBits_.data(), k);
-      }
-    });
+    if (flowFacts_ != nullptr) {
+      forEachBoth(reachLayer(depth_ - 1), flowFacts_->positive.data(), [&](int k) {
+        const double e = ft_[uz(k)] - c_[k];
+        if (e > 0.0) {
+          excess_[uz(k)] = e;
+          ft_[uz(k)] = c_[k];
+          set(excessBits_.data(), k);
+        }
+        return true;
+      });
+    }
+    flowFacts_ = facts_;
   }
 
   // Moves the excess up one layer at a time (cancelling flow on arcs into it) and, at each layer,
@@ -533,6 +661,12 @@ class LayeredFlow {
   // Passes up to `amount` from node (depth_-2, i) straight through its arcs to live bottom nodes
   // and their leaf arcs; returns how much went. Bottom nodes whose leaf arc fills leave the live
   // set.
+  // Its own leaf, through the arc to the bottom node of the same index (the residual stream's,
+  // at least 1 - alpha and usually the widest), is tried first, then the others in index order.
+  // In index order alone every node that held a little excess filled the lowest live leaf first:
+  // on causal inputs the new sink's own bottom node, whose room the flow coming down the sink's
+  // diagonal needed, so a BFS phase had to move it back (paths down to that node, up to one of
+  // these parents and down to its leaf). Causal last layer 8% faster; non-causal cases ~4%.
   ATTNFLOW_HOT double passToLeaves(int t, int i, double amount) {
     std::uint64_t* bottom = levelSet(t + 2) + uz(t + 1) * uz(words_);
     const std::uint64_t* res = residualRow(t, i);
@@ -541,7 +675,7 @@ class LayeredFlow {
     touch(t * n_ + i);
     double left = amount;
     if (left <= kEps) return 0.0;
-    forEachBoth(res, bottom, [&](int k) {
+    forEachBothFrom(res, bottom, i, [&](int k) {
       const double room = c_[k] - ft_[uz(k)];
       const double x = std::min(std::min(left, cap[k] - f[k]), room);
       if (x > 0.0) {
@@ -739,6 +873,12 @@ class LayeredFlow {
 
   // BFS levels from S in the residual graph, as bitsets of live nodes per level; nodes that
   // cannot reach T are left out. Returns whether T is reachable.
+  // Every arc joins neighbouring layers, so the nodes of one level lie on layers of one parity
+  // (level l: layers l-1, l-3, ...), within one layer further on each side than the level before.
+  // Only those layers of a level are scanned, cleared and written (a level's other layers keep
+  // stale bits, which nothing reads: the DFS looks for a node's children one layer up or down
+  // from it, one level on). On causal inputs, whose frontiers are a few nodes on a few layers,
+  // scanning every layer at every level made the BFS about a third slower.
   bool buildLevels() {
     const std::uint64_t lastMask =
         n_ % 64 == 0 ? ~std::uint64_t{0} : (std::uint64_t{1} << (n_ % 64)) - 1;
@@ -749,21 +889,25 @@ class LayeredFlow {
       seen[words_ - 1] |= ~lastMask;
     }
     ensureLevels(1);
-    zeroFill(levels_.data(), 2 * uz(layerWords_));
     {
       std::uint64_t* first = levelSet(1);
+      zeroFill(first, uz(words_));
       for (int k = 0; k < n_; ++k) {
         if (!test(visited_.data(), k) && s_[k] - fs_[uz(k)] > kEps) set(first, k);
       }
       for (int w = 0; w < words_; ++w) visited_[uz(w)] |= first[w];
     }
+    // Layers lo, lo + 2, ..., hi of the current level may hold nodes.
+    int lo = 0, hi = 0;
     for (int level = 1;; ++level) {
       ensureLevels(level + 1);
       const std::uint64_t* here = levelSet(level);
       std::uint64_t* next = levelSet(level + 1);
-      zeroFill(next, uz(layerWords_));
+      const int nextLo = lo == 0 ? 1 : lo - 1;
+      const int nextHi = hi == depth_ - 1 ? depth_ - 2 : hi + 1;
+      for (int t = nextLo; t <= nextHi; t += 2) zeroFill(next + uz(t) * uz(words_), uz(words_));
       bool any = false, reachesT = false;
-      for (int t = 0; t < depth_; ++t) {
+      for (int t = lo; t <= hi; t += 2) {
         const std::uint64_t* h = here + uz(t) * uz(words_);
         for (int w = 0; w < words_; ++w) {
           std::uint64_t bits = h[w];
@@ -789,13 +933,26 @@ class LayeredFlow {
       if (!any) return false;
       if (reachesT) {
         // Nodes at T's level or beyond lie on no shortest path.
-        zeroFill(next, uz(layerWords_));
+        for (int t = nextLo; t <= nextHi; t += 2) zeroFill(next + uz(t) * uz(words_), uz(words_));
         levelT_ = level + 1;
         return true;
       }
-      for (std::size_t x = 0; x < uz(layerWords_); ++x) {
-        next[x] &= ~visited_[x];
-        visited_[x] |= next[x];
+      // The next level: what is new, on the layers that still hold nodes.
+      lo = depth_;
+      hi = -1;
+      for (int t = nextLo; t <= nextHi; t += 2) {
+        std::uint64_t* out = next + uz(t) * uz(words_);
+        std::uint64_t* seen = visited_.data() + uz(t) * uz(words_);
+        std::uint64_t used = 0;
+        for (int w = 0; w < words_; ++w) {
+          out[w] &= ~seen[w];
+          seen[w] |= out[w];
+          used |= out[w];
+        }
+        if (used != 0) {
+          lo = std::min(lo, t);
+          hi = t;
+        }
       }
     }
   }
@@ -992,8 +1149,13 @@ class LayeredFlow {
   std::vector<std::uint64_t> coreach_;    // per layer: nodes that can reach T (scratch)
   std::vector<std::uint64_t> visited_;    // per layer: BFS scratch
   std::vector<std::uint64_t> levels_;     // per level, per layer: live nodes at that level
-  // Per leaf-capacity array: the nodes that can reach T at all (see coreachBound()).
-  std::unordered_map<const double*, std::vector<std::uint64_t>> staticCoreach_;
+  // Per leaf-capacity array (see leafFacts()); the last one looked up; the current solve's; the
+  // one the leaf flows were last capped to (nullptr: there is no flow).
+  std::unordered_map<const double*, LeafFacts> leafFacts_;
+  const double* lastFactsKey_ = nullptr;
+  const LeafFacts* lastFacts_ = nullptr;
+  const LeafFacts* facts_ = nullptr;
+  const LeafFacts* flowFacts_ = nullptr;
 };
 
 // ------------------------------------------------------------------------------------------
