@@ -101,6 +101,14 @@ export interface ComputeOptions extends FusionOptions {
    * again for every share. The numbers are the same with or without.
    */
   sinkValues?: Float64Array;
+  /**
+   * Flow only, for splitting one computation by rows over threads: the request's certificate
+   * source flags from
+   * FusedAttention.certificateSources (same options), computed ahead so that a thread can do that
+   * work while it waits for the other threads' sink values. The numbers are the same with or
+   * without.
+   */
+  sourceFlags?: Uint8Array;
 }
 
 /** Part of the flow certificate's sink values (see FusedAttention.certificateSinks). */
@@ -178,6 +186,14 @@ export class FusedAttention {
    */
   certificateSinks(options: { alpha?: number; discard?: number; layers?: 'last' | 'all' | number[] },
                    shareRows: number, first: number, last: number): CertificateSinks;
+  /**
+   * For splitting a flow computation by rows over threads: per (layer, row) of these options,
+   * layer-major, 1 if that source passes the certificate's source test, else 0 (all 0 when the
+   * request uses no certificate). Needs no sink values; pass the result to compute as
+   * sourceFlags with the same options.
+   */
+  certificateSources(options: { alpha?: number; discard?: number; layers?: 'last' | 'all' | number[];
+                                rows?: 'all' | number[] }): Uint8Array;
   dispose(): void;
 }
 

@@ -25,6 +25,15 @@ function checkedSinkValues(values, n) {
   return values;
 }
 
+/** compute's sourceFlags option: absent (empty) or one 0/1 flag per (layer, row) of the request. */
+function checkedSourceFlags(flags, count) {
+  if (flags === undefined || flags === null) return new Int32Array(0);
+  if (!(flags instanceof Uint8Array) || flags.length !== count || !flags.every((f) => f <= 1)) {
+    fail('E_OPTION', `sourceFlags must be a Uint8Array of ${count} flags (0 or 1, from certificateSources)`);
+  }
+  return Int32Array.from(flags);
+}
+
 function bottleneckKind(cut, layer, row, token) {
   if (cut.length === 0) return 'inner';
   if (cut.every((edge) => edge.layer === 1 && edge.to === token)) return 'sink';
@@ -100,9 +109,10 @@ export class FusedAttention {
             ? (done, total) => options.onProgress(done, total) !== false
             : undefined;
           const sinkValues = checkedSinkValues(options.sinkValues, n);
-          withInts(M, layers, (layersAddress) => withDoubles(M, sinkValues, (sinkAddress) => call(M, () => session.flow(
+          const sourceFlags = checkedSourceFlags(options.sourceFlags, layers.length * rows.length);
+          withInts(M, layers, (layersAddress) => withDoubles(M, sinkValues, (sinkAddress) => withInts(M, sourceFlags, (flagsAddress) => call(M, () => session.flow(
             alpha, discard, layersAddress, layers.length, rowsAddress, rows.length, normalize,
-            sinkValues.length ? sinkAddress : 0, onProgress, out))));
+            sinkValues.length ? sinkAddress : 0, sourceFlags.length ? flagsAddress : 0, onProgress, out)))));
         } else {
           layers.forEach((layer, i) => {
             const target = out + i * perLayer * 8;
@@ -157,6 +167,18 @@ export class FusedAttention {
       return readDoubles(M, out, last - first);
     });
     return { middleLayer, values };
+  }
+
+  certificateSources(options) {
+    const session = this.#live();
+    const M = this.#module;
+    const { alpha, discard, layers, rows } = resolveCompute('flow', options, this);
+    const count = layers.length * rows.length;
+    return withInts(M, layers, (layersAddress) => withInts(M, rows, (rowsAddress) =>
+      withAllocation(M, count * 4, (out) => {
+        call(M, () => session.certificateSourceFlags(alpha, discard, layersAddress, layers.length, rowsAddress, rows.length, out));
+        return Uint8Array.from(M.HEAP32.subarray(out >> 2, (out >> 2) + count));
+      })));
   }
 
   dispose() {

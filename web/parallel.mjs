@@ -324,7 +324,10 @@ export class ParallelAttention {
           const sinks = sharesSinks
             ? { exchange: firstId, part: t, parts: tasks.length, shareRows, first: Math.floor((n * t) / tasks.length), last: Math.floor((n * (t + 1)) / tasks.length) }
             : undefined;
-          slot.post({ type: 'compute', id, method, options: { alpha, discard, layers: task.layers, rows: task.rows, normalize }, sinks });
+          slot.post({
+            type: 'compute', id, method, options: { alpha, discard, layers: task.layers, rows: task.rows, normalize },
+            sinks, progress: Boolean(onProgress),
+          });
         };
         // With sinks shared, task t goes to worker t (its peers expect it there); tasks.length
         // is at most the number of workers then.

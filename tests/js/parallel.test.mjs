@@ -87,8 +87,16 @@ test('flow whose certificate sink values are computed in parts by the workers eq
       sinkValues.set(parts[0].values, 0);
       sinkValues.set(parts[1].values, 10);
       const rows = [1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23];
-      assert.deepEqual(fused.compute('flow', { rows, sinkValues }).scores, fused.compute('flow', { rows }).scores);
+      const whole = fused.compute('flow', { rows }).scores;
+      assert.deepEqual(fused.compute('flow', { rows, sinkValues }).scores, whole);
+      const sourceFlags = fused.certificateSources({ rows });
+      assert.equal(sourceFlags.length, rows.length);
+      assert.deepEqual(fused.compute('flow', { rows, sinkValues, sourceFlags }).scores, whole);
+      assert.deepEqual(fused.compute('flow', { rows, sourceFlags }).scores, whole);
+      assert.equal(fused.certificateSources({ layers: 'all', rows: [0] }).length, shape.layers);
       assert.throws(() => fused.compute('flow', { rows, sinkValues: new Float64Array(3) }), { code: 'E_OPTION' });
+      assert.throws(() => fused.compute('flow', { rows, sourceFlags: new Uint8Array(3) }), { code: 'E_OPTION', message: /sourceFlags must be a Uint8Array of 12 flags/ });
+      assert.throws(() => fused.compute('flow', { rows, sourceFlags: sourceFlags.map(() => 2) }), { code: 'E_OPTION' });
       assert.throws(() => fused.compute('flow', { rows: [0], sinkValues }), { code: 'E_INPUT', message: /certificate sink values given; this request takes none/ });
       assert.throws(() => fused.certificateSinks({}, 12, 5, 25), { code: 'E_OPTION' });
     } finally {
