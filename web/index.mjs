@@ -102,6 +102,9 @@ export class FusedAttention {
     const { alpha, discard, layers, rows, normalize } = resolved;
     const n = this.numTokens;
     const perLayer = rows.length * n;
+    if (options.into !== undefined && !(options.into instanceof Float64Array && options.into.length === layers.length * perLayer)) {
+      fail('E_OPTION', `into must be a Float64Array of ${layers.length * perLayer} values (layers x rows x tokens)`);
+    }
     const scores = withInts(M, rows, (rowsAddress) =>
       withAllocation(M, layers.length * perLayer * 8, (out) => {
         if (method === 'flow') {
@@ -121,7 +124,10 @@ export class FusedAttention {
               : session.rollout(alpha, discard, layer, rowsAddress, rows.length, target)));
           });
         }
-        return readDoubles(M, out, layers.length * perLayer);
+        const count = layers.length * perLayer;
+        if (!options.into) return readDoubles(M, out, count);
+        options.into.set(M.HEAPF64.subarray(out >> 3, (out >> 3) + count));
+        return options.into;
       }));
     return new Result({
       method, tokens: this.tokens, layers, rows, scores,
