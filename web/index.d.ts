@@ -98,14 +98,15 @@ export interface ComputeOptions extends FusionOptions {
   /**
    * Flow only, for splitting one computation by rows over threads: the n sink values of the
    * certificate, joined from FusedAttention.certificateSinks parts, so that they are not computed
-   * again for every share. The numbers are the same with or without.
+   * again for every share. The numbers are the same with or without. They are trusted: values
+   * that do not come from certificateSinks with the same options can give wrong numbers.
    */
   sinkValues?: Float64Array;
   /**
    * Flow only, for splitting one computation by rows over threads: the request's certificate
    * source flags from FusedAttention.certificateSources (same options), computed ahead so that a
    * thread can do that work while it waits for the other threads' sink values. The numbers are
-   * the same with or without.
+   * the same with or without. Trusted like sinkValues.
    */
   sourceFlags?: Uint8Array;
   /**
