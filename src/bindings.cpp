@@ -7,6 +7,7 @@
 #include <emscripten/emscripten.h>
 #include <emscripten/val.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <new>
 #include <optional>
@@ -143,9 +144,11 @@ class Session {
   /// layer. `onProgress(done, total)` is called after the first problems, then at most every 50 ms;
   /// returning false cancels.
   /// sinkValues: 0, or the address of the numTokens certificate sink values of this request
-  /// (certificateSinkValues, computed in parts by a pool of workers).
+  /// (certificateSinkValues, computed in parts by a pool of workers); sourceFlags: 0, or the
+  /// address of its numLayers x numRows certificate source flags (certificateSourceFlags, int32).
   void flow(double alpha, double discard, std::uintptr_t layers, int numLayers, std::uintptr_t rows, int numRows,
-            bool normalize, std::uintptr_t sinkValues, val onProgress, std::uintptr_t out) {
+            bool normalize, std::uintptr_t sinkValues, std::uintptr_t sourceFlags, val onProgress,
+            std::uintptr_t out) {
     guarded([&] {
       const attnflow::LayerStack& a = mixed(alpha, discard);
       const std::vector<int> layerList = intList(layers, numLayers);
@@ -163,8 +166,11 @@ class Session {
                    .as<bool>();
       };
       // All layers in one call: they share the sink halves of the flow certificate.
+      const std::vector<int> flags = intList(sourceFlags, sourceFlags ? numLayers * numRows : 0);
+      const attnflow::CertificateParts parts{doubleList(sinkValues, sinkValues ? numTokens_ : 0),
+                                             std::vector<char>(flags.begin(), flags.end())};
       const std::vector<attnflow::Matrix> values =
-          attnflow::attentionFlowLayers(a, layerList, rowList, progress, doubleList(sinkValues, sinkValues ? numTokens_ : 0));
+          attnflow::attentionFlowLayers(a, layerList, rowList, progress, parts);
       double* target = reinterpret_cast<double*>(out);
       for (attnflow::Matrix layerValues : values) {
         if (normalize) {
@@ -192,6 +198,16 @@ class Session {
     guarded([&] {
       const std::vector<double> values = attnflow::certificateSinkValues(mixed(alpha, discard), h, first, last);
       std::copy(values.begin(), values.end(), reinterpret_cast<double*>(out));
+    });
+  }
+
+  /// Writes the certificate source flags of these layers and rows (layer-major, int32) to out.
+  void certificateSourceFlags(double alpha, double discard, std::uintptr_t layers, int numLayers,
+                              std::uintptr_t rows, int numRows, std::uintptr_t out) {
+    guarded([&] {
+      const std::vector<char> flags = attnflow::certificateSourceFlags(
+          mixed(alpha, discard), intList(layers, numLayers), intList(rows, numRows));
+      std::copy(flags.begin(), flags.end(), reinterpret_cast<std::int32_t*>(out));
     });
   }
 
@@ -271,6 +287,7 @@ EMSCRIPTEN_BINDINGS(attnflow) {
       .function("flow", &Session::flow)
       .function("certificateMiddleLayer", &Session::certificateMiddleLayer)
       .function("certificateSinkValues", &Session::certificateSinkValues)
+      .function("certificateSourceFlags", &Session::certificateSourceFlags)
       .function("bottleneck", &Session::bottleneck)
       .function("mixedLayer", &Session::mixedLayer);
 }

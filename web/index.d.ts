@@ -98,9 +98,24 @@ export interface ComputeOptions extends FusionOptions {
   /**
    * Flow only, for splitting one computation by rows over threads: the n sink values of the
    * certificate, joined from FusedAttention.certificateSinks parts, so that they are not computed
-   * again for every share. The numbers are the same with or without.
+   * again for every share. The numbers are the same with or without. They are trusted: values
+   * that do not come from certificateSinks with the same options can give wrong numbers.
    */
   sinkValues?: Float64Array;
+  /**
+   * Flow only, for splitting one computation by rows over threads: the request's certificate
+   * source flags from FusedAttention.certificateSources (same options), computed ahead so that a
+   * thread can do that work while it waits for the other threads' sink values. The numbers are
+   * the same with or without. Trusted like sinkValues.
+   */
+  sourceFlags?: Uint8Array;
+  /**
+   * FusedAttention.compute only: write the scores into this array (exactly layers x rows x
+   * numTokens long) instead of a new one, which then is the result's `scores`. Lets a caller
+   * reuse memory it has already written to: on some machines first writes to fresh memory cost
+   * a page fault per 4 KB (0.2 ms per 64 KB in a worker thread on the 2-vCPU VMs measured).
+   */
+  into?: Float64Array;
 }
 
 /** Part of the flow certificate's sink values (see FusedAttention.certificateSinks). */
@@ -178,6 +193,14 @@ export class FusedAttention {
    */
   certificateSinks(options: { alpha?: number; discard?: number; layers?: 'last' | 'all' | number[] },
                    shareRows: number, first: number, last: number): CertificateSinks;
+  /**
+   * For splitting a flow computation by rows over threads: per (layer, row) of these options,
+   * layer-major, 1 if that source passes the certificate's source test, else 0 (all 0 when the
+   * request uses no certificate). Needs no sink values; pass the result to compute as
+   * sourceFlags with the same options.
+   */
+  certificateSources(options: { alpha?: number; discard?: number; layers?: 'last' | 'all' | number[];
+                                rows?: 'all' | number[] }): Uint8Array;
   dispose(): void;
 }
 

@@ -25,6 +25,15 @@ function checkedSinkValues(values, n) {
   return values;
 }
 
+/** compute's sourceFlags option: absent (empty) or one 0/1 flag per (layer, row) of the request. */
+function checkedSourceFlags(flags, count) {
+  if (flags === undefined || flags === null) return new Int32Array(0);
+  if (!(flags instanceof Uint8Array) || flags.length !== count || !flags.every((f) => f <= 1)) {
+    fail('E_OPTION', `sourceFlags must be a Uint8Array of ${count} flags (0 or 1, from certificateSources)`);
+  }
+  return Int32Array.from(flags);
+}
+
 function bottleneckKind(cut, layer, row, token) {
   if (cut.length === 0) return 'inner';
   if (cut.every((edge) => edge.layer === 1 && edge.to === token)) return 'sink';
@@ -93,6 +102,9 @@ export class FusedAttention {
     const { alpha, discard, layers, rows, normalize } = resolved;
     const n = this.numTokens;
     const perLayer = rows.length * n;
+    if (options.into !== undefined && !(options.into instanceof Float64Array && options.into.length === layers.length * perLayer)) {
+      fail('E_OPTION', `into must be a Float64Array of ${layers.length * perLayer} values (layers x rows x tokens)`);
+    }
     const scores = withInts(M, rows, (rowsAddress) =>
       withAllocation(M, layers.length * perLayer * 8, (out) => {
         if (method === 'flow') {
@@ -100,9 +112,10 @@ export class FusedAttention {
             ? (done, total) => options.onProgress(done, total) !== false
             : undefined;
           const sinkValues = checkedSinkValues(options.sinkValues, n);
-          withInts(M, layers, (layersAddress) => withDoubles(M, sinkValues, (sinkAddress) => call(M, () => session.flow(
+          const sourceFlags = checkedSourceFlags(options.sourceFlags, layers.length * rows.length);
+          withInts(M, layers, (layersAddress) => withDoubles(M, sinkValues, (sinkAddress) => withInts(M, sourceFlags, (flagsAddress) => call(M, () => session.flow(
             alpha, discard, layersAddress, layers.length, rowsAddress, rows.length, normalize,
-            sinkValues.length ? sinkAddress : 0, onProgress, out))));
+            sinkValues.length ? sinkAddress : 0, sourceFlags.length ? flagsAddress : 0, onProgress, out)))));
         } else {
           layers.forEach((layer, i) => {
             const target = out + i * perLayer * 8;
@@ -111,7 +124,10 @@ export class FusedAttention {
               : session.rollout(alpha, discard, layer, rowsAddress, rows.length, target)));
           });
         }
-        return readDoubles(M, out, layers.length * perLayer);
+        const count = layers.length * perLayer;
+        if (!options.into) return readDoubles(M, out, count);
+        options.into.set(M.HEAPF64.subarray(out >> 3, (out >> 3) + count));
+        return options.into;
       }));
     return new Result({
       method, tokens: this.tokens, layers, rows, scores,
@@ -157,6 +173,18 @@ export class FusedAttention {
       return readDoubles(M, out, last - first);
     });
     return { middleLayer, values };
+  }
+
+  certificateSources(options) {
+    const session = this.#live();
+    const M = this.#module;
+    const { alpha, discard, layers, rows } = resolveCompute('flow', options, this);
+    const count = layers.length * rows.length;
+    return withInts(M, layers, (layersAddress) => withInts(M, rows, (rowsAddress) =>
+      withAllocation(M, count * 4, (out) => {
+        call(M, () => session.certificateSourceFlags(alpha, discard, layersAddress, layers.length, rowsAddress, rows.length, out));
+        return Uint8Array.from(M.HEAP32.subarray(out >> 2, (out >> 2) + count));
+      })));
   }
 
   dispose() {

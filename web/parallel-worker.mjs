@@ -7,24 +7,32 @@
 //        -> {type:'ready', summary: {tokens, numLayers, numHeads, numTokens, fused, format, warnings}}
 //        peers[p] is a channel to worker p of the pool (null at this worker's own index).
 //   {type:'compute', id, method, options: {alpha, discard, layers, rows, normalize},
-//    sinks?: {exchange, part, parts, shareRows, first, last}}
-//        -> {type:'progress', id, done, total} (flow only, throttled) ... then
+//    sinks?: {exchange, part, parts, shareRows, first, last}, progress: boolean}
+//        -> {type:'progress', id, done, total} (flow only, if progress is wanted, throttled) ... then
 //           {type:'result', id, scores: Float64Array} (transferred)
 //   any failure -> {type:'error', id?, code, message}   (code null for a non-AttnflowError)
 // With `sinks`, workers 0..parts-1 each get one share of the same request: each computes the
 // flow certificate's sink values for sinks first..last-1 (FusedAttention.certificateSinks), sends
 // them straight to the other parts over the peer channels (worker to worker: no round trip
-// through the main thread), and computes its share with all of them joined (compute's
-// sinkValues).
+// through the main thread), computes its share's certificate source flags while the others'
+// values are on the way (FusedAttention.certificateSources), and computes its share with all
+// sink values joined (compute's sinkValues and sourceFlags).
 // Cancel is the main thread terminating this worker: a flow is one synchronous WebAssembly call,
 // so no message can reach the worker while it runs.
 import { FusedAttention, loadAttention } from './index.mjs';
 
 const PROGRESS_MS = 25;
+// Largest result kept as a spare (see `spare`): bounds the memory an idle worker holds.
+const SPARE_MAX_VALUES = 1 << 19;  // 4 MB
 
 let fused = null;
 let peers = [];
 let send;
+// The next result's array, allocated and written while this worker is idle. A result is handed
+// over to the main thread (transferred), so each would otherwise be fresh memory, whose first
+// writes cost a page fault per 4 KB page: 0.2 ms per 64 KB in a worker thread on the 2-vCPU VMs
+// measured (glibc gives a thread's freed memory back to the system), 7% of a 3 ms pool call.
+let spare = null;
 // Sink values sent by the other parts, by exchange number (one per request; a peer may get
 // there before this worker): {values: all n, filled in as parts arrive; received: parts so far;
 // wake: set while waiting}.
@@ -46,19 +54,23 @@ function receiveSinkValues({ exchange, first, values }) {
   entry.wake?.();
 }
 
-/** All n sink values of the request whose parts share `exchange`, or undefined when it uses no
- * certificate. */
-async function joinedSinkValues(options, { exchange, part, parts, shareRows, first, last }) {
+/**
+ * The certificate parts of a share ({sinkValues, sourceFlags}, see FusedAttention.compute), or {}
+ * when the request uses no certificate. This worker's slice of the sink values goes to the other
+ * parts first; the source flags are computed while theirs are on the way.
+ */
+async function certificateParts(options, { exchange, part, parts, shareRows, first, last }) {
   const { middleLayer, values } = fused.certificateSinks(options, shareRows, first, last);
-  if (middleLayer === 0) return undefined;  // the same for every part: none of them waits
+  if (middleLayer === 0) return {};  // the same for every part: none of them waits
   for (let p = 0; p < parts; p++) {
     if (p !== part) peers[p].postMessage({ exchange, first, values });
   }
+  const sourceFlags = fused.certificateSources(options);
   const entry = exchangeOf(exchange);
   entry.values.set(values, first);
   while (entry.received < parts - 1) await new Promise((resolve) => { entry.wake = resolve; });
   exchanges.delete(exchange);
-  return entry.values;
+  return { sinkValues: entry.values, sourceFlags };
 }
 
 async function handle(message) {
@@ -84,9 +96,9 @@ async function handle(message) {
         },
       });
     } else if (message.type === 'compute') {
-      const { id, method, options, sinks } = message;
+      const { id, method, options, sinks, progress } = message;
       if (!fused) throw new Error('parallel worker: compute before load');
-      const sinkValues = sinks ? await joinedSinkValues(options, sinks) : undefined;
+      const certificate = sinks ? await certificateParts(options, sinks) : {};
       let last = -Infinity;
       const onProgress = (done, total) => {
         const now = performance.now();
@@ -95,11 +107,15 @@ async function handle(message) {
           send({ type: 'progress', id, done, total });
         }
       };
+      const count = options.layers.length * options.rows.length * fused.numTokens;  // resolved lists
+      const into = spare?.length === count ? spare : undefined;
+      spare = null;
       const { scores } = fused.compute(method, {
-        ...options, sinkValues, onProgress: method === 'flow' ? onProgress : undefined,
+        ...options, ...certificate, into, onProgress: progress && method === 'flow' ? onProgress : undefined,
       });
-      // Result scores are a fresh copy out of the heap: transferring hands the buffer over.
+      // Result scores are a copy out of the heap: transferring hands the buffer over.
       send({ type: 'result', id, scores }, [scores.buffer]);
+      if (count <= SPARE_MAX_VALUES) spare = new Float64Array(count).fill(0);
     }
   } catch (error) {
     send({ type: 'error', id: message.id, code: error?.code ?? null, message: String(error?.message ?? error) });

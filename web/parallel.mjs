@@ -13,7 +13,9 @@
 //   n=128) would be repeated by every share, so each worker computes it for a slice of the sinks
 //   and sends its slice straight to the others over channels set up when the pool opens (see
 //   parallel-worker.mjs): one message per worker and call. (Two phases through the main thread
-//   cost two extra message hops, ~0.3 ms of a 4 ms call on 2 vCPUs.)
+//   cost two extra message hops, ~0.3 ms of a 4 ms call on 2 vCPUs.) While the other slices are
+//   on the way, each worker does its share's per-source half (which needs no sink values), so
+//   no worker waits for the exchange unless another started much later.
 // - one row and several layers: one task per layer, deepest first, to whichever worker is idle.
 // Cancel (AbortSignal, or onProgress returning false) terminates the workers: a flow is one
 // synchronous WebAssembly call that cannot be interrupted from outside its thread.
@@ -324,7 +326,10 @@ export class ParallelAttention {
           const sinks = sharesSinks
             ? { exchange: firstId, part: t, parts: tasks.length, shareRows, first: Math.floor((n * t) / tasks.length), last: Math.floor((n * (t + 1)) / tasks.length) }
             : undefined;
-          slot.post({ type: 'compute', id, method, options: { alpha, discard, layers: task.layers, rows: task.rows, normalize }, sinks });
+          slot.post({
+            type: 'compute', id, method, options: { alpha, discard, layers: task.layers, rows: task.rows, normalize },
+            sinks, progress: Boolean(onProgress),
+          });
         };
         // With sinks shared, task t goes to worker t (its peers expect it there); tasks.length
         // is at most the number of workers then.

@@ -119,6 +119,17 @@ int checkRequest(const LayerStack& A, int layer, const std::vector<int>& rows) {
   return n;
 }
 
+/// Validates a request for several layers and the same rows in each; returns n.
+int checkLayersRequest(const LayerStack& A, const std::vector<int>& layers,
+                       const std::vector<int>& rows) {
+  const int n = checkStack(A);
+  for (int layer : layers) {
+    checkLayer(A, layer);
+    checkRows(n, rows, layer);
+  }
+  return n;
+}
+
 void report(const Progress& progress, std::size_t done, std::size_t total) {
   if (progress && !progress(done, total)) throw Cancelled();
 }
@@ -1247,19 +1258,30 @@ class FlowEngine {
 
   /// Flows from (layer, r) for r in rows into out (rows.size() x n); calls tick() after each row.
   /// shareMiddle: prefer the middle layer that other layers of the same run use too.
+  /// sourceFlags: empty, or the result of sourceFlags() for these rows (then not computed again).
   template <typename Tick>
-  void run(int layer, const std::vector<int>& rows, Matrix& out, bool shareMiddle, Tick tick) {
-    LayeredFlow solver(n_, innerMatrices(A_, layer));
+  void run(int layer, const std::vector<int>& rows, Matrix& out, bool shareMiddle,
+           const std::vector<char>& sourceFlags, Tick tick) {
+    // Built at the first row the certificate does not settle (at L=12, n=128 building it is
+    // 0.1-0.2 ms, and the certificate often settles every row).
+    std::unique_ptr<LayeredFlow> solver;
     const int h = middleLayer(layer, rows.size(), shareMiddle);
-    const std::vector<double>* sinkHalf = h > 0 ? &sinkHalves(h) : nullptr;
+    // The sink halves are computed at the first source that passes its test: on causal inputs
+    // none does (a source reaches only the tokens up to its own in the middle layer), and the
+    // sink halves would cost 2% of a last-layer run at L=12, n=128 for nothing.
+    const std::vector<double>* sinkHalf = nullptr;
     std::unique_ptr<LayeredFlow> sourceHalf;
-    if (h > 0) sourceHalf = std::make_unique<LayeredFlow>(n_, matrices(layer - 1, h + 1));
+    if (h > 0 && sourceFlags.empty()) sourceHalf = sourceHalfSolver(layer, h);
     std::vector<char> known(static_cast<std::size_t>(n_));
     for (std::size_t q = 0; q < rows.size(); ++q) {
       double* row = out.row(static_cast<Index>(q)).data();
       const int r = rows[q];
       std::fill(known.begin(), known.end(), 0);
-      if (sinkHalf && deliversUniform(sourceHalf.get(), layer, r)) {
+      const bool certifiedSource =
+          h > 0 && (sourceFlags.empty() ? deliversUniform(sourceHalf.get(), layer, r)
+                                        : sourceFlags[q] != 0);
+      if (certifiedSource) {
+        if (!sinkHalf) sinkHalf = &sinkHalves(h);
         const double sourceCap = A_[static_cast<std::size_t>(layer - 1)].row(r).sum();
         for (int j = 0; j < n_; ++j) {
           const double cut = std::min(sourceCap, colsum_(j));
@@ -1271,10 +1293,26 @@ class FlowEngine {
         }
       }
       if (std::find(known.begin(), known.end(), 0) != known.end()) {
-        flowRowInto(&solver, A_, layer, r, firstT_, row, &known);
+        if (!solver) solver = std::make_unique<LayeredFlow>(n_, innerMatrices(A_, layer));
+        flowRowInto(solver.get(), A_, layer, r, firstT_, row, &known);
       }
       tick(q);
     }
+  }
+
+  /// Per row of `rows`, whether source (layer, r) passes the certificate's source test (it can
+  /// deliver the middle layer's uniform supplies), for the middle layer run() uses with these
+  /// arguments; all 0 when it uses none. Needs no sink values, so a thread can do this while it
+  /// waits for them.
+  std::vector<char> sourceFlags(int layer, const std::vector<int>& rows, bool shareMiddle) {
+    std::vector<char> flags(rows.size(), 0);
+    const int h = middleLayer(layer, rows.size(), shareMiddle);
+    if (h == 0) return flags;
+    const std::unique_ptr<LayeredFlow> half = sourceHalfSolver(layer, h);
+    for (std::size_t q = 0; q < rows.size(); ++q) {
+      flags[q] = deliversUniform(half.get(), layer, rows[q]) ? 1 : 0;
+    }
+    return flags;
   }
 
  private:
@@ -1305,6 +1343,11 @@ class FlowEngine {
     return sinkHalves_.emplace(h, sinkHalfValues(h, 0, n_)).first->second;
   }
 
+  // The source halves' graph: node layers layer-1 .. h, arcs A[layer-1] .. A[h+1].
+  std::unique_ptr<LayeredFlow> sourceHalfSolver(int layer, int h) const {
+    return std::make_unique<LayeredFlow>(n_, matrices(layer - 1, h + 1));
+  }
+
   // Whether (layer, r) can deliver exactly uniform_ to the nodes of layer h (the solver's depth).
   bool deliversUniform(LayeredFlow* half, int layer, int r) {
     half->setSource(A_[static_cast<std::size_t>(layer - 1)].row(r).data());
@@ -1332,7 +1375,7 @@ Matrix attentionFlow(const LayerStack& A, int layer, const std::vector<int>& row
   report(progress, 0, total);
   if (rows.empty()) return out;
   FlowEngine engine(A);
-  engine.run(layer, rows, out, false, [&](std::size_t q) {
+  engine.run(layer, rows, out, false, {}, [&](std::size_t q) {
     report(progress, (q + 1) * static_cast<std::size_t>(n), total);
   });
   return out;
@@ -1340,30 +1383,36 @@ Matrix attentionFlow(const LayerStack& A, int layer, const std::vector<int>& row
 
 std::vector<Matrix> attentionFlowLayers(const LayerStack& A, const std::vector<int>& layers,
                                         const std::vector<int>& rows, const Progress& progress,
-                                        const std::vector<double>& sinkValues) {
-  const int n = checkStack(A);
-  for (int layer : layers) {
-    checkLayer(A, layer);
-    checkRows(n, rows, layer);
-  }
+                                        const CertificateParts& parts) {
+  const int n = checkLayersRequest(A, layers, rows);
   const std::size_t perLayer = rows.size() * static_cast<std::size_t>(n);
   const std::size_t total = layers.size() * perLayer;
   report(progress, 0, total);
   std::vector<Matrix> result;
   FlowEngine engine(A);
-  if (!sinkValues.empty()) {
+  if (!parts.sinkValues.empty()) {
     const int h = FlowEngine::middleLayerOf(layers, rows.size());
-    if (h == 0 || sinkValues.size() != static_cast<std::size_t>(n)) {
-      throw InputError("attention flow: " + std::to_string(sinkValues.size()) +
+    if (h == 0 || parts.sinkValues.size() != static_cast<std::size_t>(n)) {
+      throw InputError("attention flow: " + std::to_string(parts.sinkValues.size()) +
                        " certificate sink values given; this request takes " +
                        (h == 0 ? std::string("none") : std::to_string(n)));
     }
-    engine.useSinkHalves(h, sinkValues);
+    engine.useSinkHalves(h, parts.sinkValues);
   }
+  if (!parts.sourceFlags.empty() && parts.sourceFlags.size() != layers.size() * rows.size()) {
+    throw InputError("attention flow: " + std::to_string(parts.sourceFlags.size()) +
+                     " certificate source flags given; this request takes " +
+                     std::to_string(layers.size() * rows.size()));
+  }
+  std::vector<char> flags;
   for (std::size_t k = 0; k < layers.size(); ++k) {
     result.emplace_back(static_cast<Index>(rows.size()), n);
     if (rows.empty()) continue;
-    engine.run(layers[k], rows, result.back(), layers.size() > 1, [&](std::size_t q) {
+    if (!parts.sourceFlags.empty()) {
+      const auto first = parts.sourceFlags.begin() + static_cast<std::ptrdiff_t>(k * rows.size());
+      flags.assign(first, first + static_cast<std::ptrdiff_t>(rows.size()));
+    }
+    engine.run(layers[k], rows, result.back(), layers.size() > 1, flags, [&](std::size_t q) {
       report(progress, k * perLayer + (q + 1) * static_cast<std::size_t>(n), total);
     });
   }
@@ -1387,6 +1436,18 @@ std::vector<double> certificateSinkValues(const LayerStack& A, int middleLayer, 
                      std::to_string(last - 1));
   }
   return FlowEngine(A).sinkHalfValues(middleLayer, first, last);
+}
+
+std::vector<char> certificateSourceFlags(const LayerStack& A, const std::vector<int>& layers,
+                                         const std::vector<int>& rows) {
+  checkLayersRequest(A, layers, rows);
+  std::vector<char> flags;
+  FlowEngine engine(A);
+  for (int layer : layers) {
+    const std::vector<char> part = engine.sourceFlags(layer, rows, layers.size() > 1);
+    flags.insert(flags.end(), part.begin(), part.end());
+  }
+  return flags;
 }
 
 // ------------------------------------------------------------------------------------------

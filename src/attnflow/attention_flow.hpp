@@ -21,26 +21,42 @@ using Progress = std::function<bool(std::size_t done, std::size_t total)>;
 Matrix attentionFlow(const LayerStack& A, int layer, const std::vector<int>& rows,
                      const Progress& progress = {});
 
+/// Parts of the middle-layer certificate of one attentionFlowLayers request computed ahead, for
+/// splitting the request by rows over threads without each thread repeating the per-sink part
+/// (a third of a last-layer run at L=12, n=128), and so that a thread can do its per-source part
+/// while it waits for the others' sink values. Each part is empty (computed by the call) or
+/// complete; the result is the same either way.
+struct CertificateParts {
+  /// The n sink values of the request's middle layer: certificateSinkValues over all sinks,
+  /// possibly computed in slices and joined.
+  std::vector<double> sinkValues;
+  /// certificateSourceFlags for the same layers and rows.
+  std::vector<char> sourceFlags;
+};
+
 /// attentionFlow for several layers (1-based, any order, repeats allowed) and the same rows in
 /// each; result[k] is rows.size() x n for layers[k]. Faster than one call per layer: the sink
 /// halves of the middle-layer certificate are shared between layers. progress counts
-/// (layer, row, token) problems over all layers. Throws InputError on a layer or row out of range.
-/// sinkValues: empty, or the n sink values of this request's certificate (see below), which are
-/// then not computed again. The result is the same either way.
+/// (layer, row, token) problems over all layers. Throws InputError on a layer or row out of
+/// range, or on parts of the wrong size.
 std::vector<Matrix> attentionFlowLayers(const LayerStack& A, const std::vector<int>& layers,
                                         const std::vector<int>& rows,
                                         const Progress& progress = {},
-                                        const std::vector<double>& sinkValues = {});
+                                        const CertificateParts& parts = {});
 
-/// For splitting one attentionFlowLayers request by rows over threads without each thread
-/// repeating the per-sink part of the certificate (a third of a last-layer run at L=12, n=128):
-/// the certificate's middle layer for these layers and a share of numRows rows (0 if it uses
-/// none), and its sink values for sinks first..last-1, to be computed in parts, joined and passed
-/// to each share's attentionFlowLayers.
+/// The certificate's middle layer for these layers and numRows rows (0 if it uses none): a share
+/// of a request split by rows must use the same one, so the shares take the smallest share's
+/// row count.
 int certificateMiddleLayer(const LayerStack& A, const std::vector<int>& layers,
                            std::size_t numRows);
+/// The certificate's sink values at middleLayer for sinks first..last-1.
 std::vector<double> certificateSinkValues(const LayerStack& A, int middleLayer, int first,
                                           int last);
+/// Per (layer, row), layer-major, whether the source passes the certificate's test (it can send
+/// the middle layer's uniform supplies): what attentionFlowLayers would find for these layers and
+/// rows. Needs no sink values.
+std::vector<char> certificateSourceFlags(const LayerStack& A, const std::vector<int>& layers,
+                                         const std::vector<int>& rows);
 
 /// The same numbers by one plain Dinic max-flow per (row, token) pair on the full layered graph.
 /// Slow; kept as the reference the fast path is tested against.

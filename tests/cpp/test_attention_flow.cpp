@@ -501,9 +501,10 @@ TEST_CASE("attention flow: all layers at once equals one layer at a time and the
 }
 
 TEST_CASE("attention flow: rows split in shares with certificate sink values computed in parts "
-          "give the same numbers, bitwise") {
+          "and source flags computed ahead give the same numbers, bitwise") {
   // What web/parallel.mjs does with 2 workers: each computes the sink values of part of the
-  // sinks, the parts are joined, and each share of rows is solved with the joined values.
+  // sinks, the parts are joined, and each share of rows is solved with the joined values and
+  // the source flags the share computed while it waited for them.
   struct Case {
     std::vector<int> layers;
     attnflow::synthetic::Shape shape;
@@ -513,6 +514,7 @@ TEST_CASE("attention flow: rows split in shares with certificate sink values com
                         {{12}, {12, 4, 40, 5, true}, 0.5},
                         {{12, 9, 6, 3}, {12, 4, 32, 6, false}, 1.0},
                         {{7}, {8, 2, 24, 9, false}, 0.5}};
+  int certifiedSources = 0;
   for (const Case& c : cases) {
     const LayerStack A = attnflow::synthetic::mixedStack(c.shape, c.alpha);
     const int n = c.shape.tokens;
@@ -525,27 +527,36 @@ TEST_CASE("attention flow: rows split in shares with certificate sink values com
     values.insert(values.end(), rest.begin(), rest.end());
     const std::vector<Matrix> whole = attnflow::attentionFlowLayers(A, c.layers, allRows(n));
     for (const std::vector<int>& share : {even, odd}) {
-      const std::vector<Matrix> part = attnflow::attentionFlowLayers(A, c.layers, share, {}, values);
-      for (std::size_t k = 0; k < c.layers.size(); ++k) {
-        for (std::size_t q = 0; q < share.size(); ++q) {
-          for (int j = 0; j < n; ++j) {
-            CHECK(part[k](static_cast<Eigen::Index>(q), j) ==
-                  whole[k](share[q], j));
+      const std::vector<char> flags = attnflow::certificateSourceFlags(A, c.layers, share);
+      REQUIRE(flags.size() == c.layers.size() * share.size());
+      certifiedSources += static_cast<int>(std::count(flags.begin(), flags.end(), 1));
+      for (const attnflow::CertificateParts& parts :
+           {attnflow::CertificateParts{values, {}}, attnflow::CertificateParts{values, flags}}) {
+        const std::vector<Matrix> part = attnflow::attentionFlowLayers(A, c.layers, share, {}, parts);
+        for (std::size_t k = 0; k < c.layers.size(); ++k) {
+          for (std::size_t q = 0; q < share.size(); ++q) {
+            for (int j = 0; j < n; ++j) {
+              CHECK(part[k](static_cast<Eigen::Index>(q), j) == whole[k](share[q], j));
+            }
           }
         }
       }
     }
   }
+  CHECK(certifiedSources > 0);  // the flags decide something
   // Fewer than 8 rows use no certificate; values of the wrong size are refused.
   const LayerStack B = attnflow::synthetic::mixedStack({8, 2, 20, 3, false}, 0.5);
   CHECK(attnflow::certificateMiddleLayer(B, {8}, 7) == 0);
   CHECK(attnflow::certificateMiddleLayer(B, {8}, 8) == 4);
   CHECK(attnflow::certificateMiddleLayer(B, {8, 2}, 8) == 3);
   CHECK(attnflow::certificateMiddleLayer(B, {5, 2}, 100) == 0);
-  CHECK_THROWS_AS(attnflow::attentionFlowLayers(B, {8}, {0, 1}, {}, std::vector<double>(20, 1.0)),
+  CHECK_THROWS_AS(attnflow::attentionFlowLayers(B, {8}, {0, 1}, {}, {std::vector<double>(20, 1.0), {}}),
                   attnflow::InputError);
-  CHECK_THROWS_AS(attnflow::attentionFlowLayers(B, {8}, allRows(20), {}, std::vector<double>(19, 1.0)),
+  CHECK_THROWS_AS(attnflow::attentionFlowLayers(B, {8}, allRows(20), {}, {std::vector<double>(19, 1.0), {}}),
                   attnflow::InputError);
+  CHECK_THROWS_AS(attnflow::attentionFlowLayers(B, {8, 7}, allRows(20), {}, {{}, std::vector<char>(20, 1)}),
+                  attnflow::InputError);
+  CHECK_THROWS_AS(attnflow::certificateSourceFlags(B, {9}, {0}), attnflow::InputError);
   CHECK_THROWS_AS(attnflow::certificateSinkValues(B, 4, 5, 21), attnflow::InputError);
   CHECK_THROWS_AS(attnflow::certificateSinkValues(B, 9, 0, 20), attnflow::InputError);
 }

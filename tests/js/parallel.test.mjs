@@ -87,8 +87,21 @@ test('flow whose certificate sink values are computed in parts by the workers eq
       sinkValues.set(parts[0].values, 0);
       sinkValues.set(parts[1].values, 10);
       const rows = [1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23];
-      assert.deepEqual(fused.compute('flow', { rows, sinkValues }).scores, fused.compute('flow', { rows }).scores);
+      const whole = fused.compute('flow', { rows }).scores;
+      assert.deepEqual(fused.compute('flow', { rows, sinkValues }).scores, whole);
+      const sourceFlags = fused.certificateSources({ rows });
+      assert.equal(sourceFlags.length, rows.length);
+      assert.deepEqual(fused.compute('flow', { rows, sinkValues, sourceFlags }).scores, whole);
+      assert.deepEqual(fused.compute('flow', { rows, sourceFlags }).scores, whole);
+      const into = new Float64Array(rows.length * 24);
+      const written = fused.compute('flow', { rows, sinkValues, sourceFlags, into });
+      assert.equal(written.scores, into);
+      assert.deepEqual(into, whole);
+      assert.throws(() => fused.compute('flow', { rows, into: new Float64Array(5) }), { code: 'E_OPTION', message: /into must be a Float64Array of 288 values/ });
+      assert.equal(fused.certificateSources({ layers: 'all', rows: [0] }).length, shape.layers);
       assert.throws(() => fused.compute('flow', { rows, sinkValues: new Float64Array(3) }), { code: 'E_OPTION' });
+      assert.throws(() => fused.compute('flow', { rows, sourceFlags: new Uint8Array(3) }), { code: 'E_OPTION', message: /sourceFlags must be a Uint8Array of 12 flags/ });
+      assert.throws(() => fused.compute('flow', { rows, sourceFlags: sourceFlags.map(() => 2) }), { code: 'E_OPTION' });
       assert.throws(() => fused.compute('flow', { rows: [0], sinkValues }), { code: 'E_INPUT', message: /certificate sink values given; this request takes none/ });
       assert.throws(() => fused.certificateSinks({}, 12, 5, 25), { code: 'E_OPTION' });
     } finally {
@@ -110,6 +123,26 @@ test('raw and rollout go through the pool unchanged; scoresFor and toJSON work',
       assertBitwiseEqual(actual, expected);
       assert.deepEqual(actual.scoresFor(3, 7), expected.scoresFor(3, 7));
       assert.throws(() => actual.scoresFor(3, 1), (error) => error.code === 'E_OPTION');
+    }
+  } finally {
+    pool.close();
+  }
+});
+
+test('a pool computing again and again gives the same numbers each time (workers reuse result memory)', async () => {
+  // Each worker writes its next result of the same size into memory kept from the last one.
+  const shape = { layers: 8, heads: 2, tokens: 24, seed: 5 };
+  const bytes = syntheticNpy(shape);
+  const pool = await ParallelAttention.open({ bytes, name: 'x.npy' }, { workers: 2 });
+  try {
+    const requests = [{ alpha: 0.5 }, { alpha: 1 }, { alpha: 0.5, rows: [3, 1, 4] }, { alpha: 0.7 }, { alpha: 0.7, layers: 'all' }];
+    for (const options of requests) {
+      const expected = await single(bytes, 'flow', options);
+      const first = await pool.compute('flow', options);
+      const again = await pool.compute('flow', options);
+      assertBitwiseEqual(first, expected);
+      assertBitwiseEqual(again, expected);
+      assert.notEqual(again.scores.buffer, first.scores.buffer);
     }
   } finally {
     pool.close();

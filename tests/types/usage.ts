@@ -15,6 +15,8 @@ export async function usage(bytes: Uint8Array): Promise<number> {
   const mixed: Float64Array = fused.mixedLayer(1);
   const part: CertificateSinks = fused.certificateSinks({ layers: 'last' }, 64, 0, 64);
   fused.compute('flow', { rows: [0, 2], sinkValues: part.middleLayer ? part.values : undefined });
+  const flags: Uint8Array = fused.certificateSources({ layers: 'last', rows: [0, 2] });
+  fused.compute('flow', { rows: [0, 2], sourceFlags: flags, into: new Float64Array(2 * fused.numTokens) });
   fused.dispose();
   const worker = new AttnflowWorker();
   const remote: WorkerResult = await worker.compute('raw', { rows: 'all' });
