@@ -245,22 +245,21 @@ class LayeredFlow {
         for (int w = 0; w < words_; ++w) next[w] |= bits[w];
       }
     }
-    if (depth_ == 1) {
-      for (int k = 0; k < n_; ++k) inCap_[uz(k)] = s[k];
-    } else {
-      zeroFill(inCap_.data(), inCap_.size());
-      const std::uint64_t* above = reachLayer(depth_ - 2);
-      for (int i = 0; i < n_; ++i) {
-        if (!test(above, i)) continue;
-        const double* row = mats_[uz(depth_ - 2)] + uz(i) * uz(n_);
-        for (int k = 0; k < n_; ++k) inCap_[uz(k)] += row[k];
-      }
-    }
+    inCapReady_ = false;
+  }
+
+  /// Whether S reaches every node of the bottom layer.
+  bool reachesEveryLeaf() const {
+    const std::uint64_t* bottom = reachLayer(depth_ - 1);
+    int count = 0;
+    for (int w = 0; w < words_; ++w) count += __builtin_popcountll(bottom[w]);
+    return count == n_;
   }
 
   /// A cut bound for leaf capacities c: the source arcs; or, for every layer-(D-1) node that S
   /// reaches, the cheaper of its leaf arc and its in-arcs from reachable nodes.
   double upperBound(const double* c) {
+    if (!inCapReady_) computeInCap();
     // Nodes with c[k] == 0 add nothing, so only the others are visited (on causal inputs the
     // sink's window, about half of the nodes S reaches).
     double sum = 0.0;
@@ -406,6 +405,23 @@ class LayeredFlow {
     } else {
       clear(upRow(t, k), i);
     }
+  }
+
+  // inCap_: for each bottom node, its in-capacity from nodes S reaches (the source arcs when the
+  // bottom layer is layer 0). Computed at the first upperBound() after setSource(): a source
+  // that fails the certificate's test on reach alone never needs it (n^2 adds).
+  void computeInCap() {
+    inCapReady_ = true;
+    if (depth_ == 1) {
+      for (int k = 0; k < n_; ++k) inCap_[uz(k)] = s_[k];
+      return;
+    }
+    zeroFill(inCap_.data(), inCap_.size());
+    const std::uint64_t* above = reachLayer(depth_ - 2);
+    forEachBit(above, [&](int i) {
+      const double* row = mats_[uz(depth_ - 2)] + uz(i) * uz(n_);
+      for (int k = 0; k < n_; ++k) inCap_[uz(k)] += row[k];
+    });
   }
 
   // Facts about leaf capacities c that do not depend on the source, kept per array (the callers
@@ -1152,6 +1168,7 @@ class LayeredFlow {
   std::vector<double> waveExcess_;
   std::vector<std::uint64_t> waveBits_;  // nodes whose excess_ may be non-zero
   std::vector<double> inCap_;
+  bool inCapReady_ = false;
   std::vector<std::uint64_t> adjacency_;  // per matrix, per row: bitset of positive arcs
   std::vector<std::pair<int, int>> rowSpan_;  // per matrix, per row: [first arc, last arc + 1)
   std::vector<std::uint64_t> residual_;   // per matrix, per row: arcs with residual > kEps
@@ -1351,6 +1368,8 @@ class FlowEngine {
   // Whether (layer, r) can deliver exactly uniform_ to the nodes of layer h (the solver's depth).
   bool deliversUniform(LayeredFlow* half, int layer, int r) {
     half->setSource(A_[static_cast<std::size_t>(layer - 1)].row(r).data());
+    // Uniform supplies need every node of layer h (on causal inputs no source reaches them all).
+    if (!half->reachesEveryLeaf()) return false;
     const double bound = half->upperBound(uniform_.data());
     if (bound < 1.0 - kMetTol) return false;
     STAT(7);
