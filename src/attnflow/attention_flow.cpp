@@ -1245,7 +1245,7 @@ void flowRowInto(LayeredFlow* solver, const LayerStack& A, int layer, int r,
 class FlowEngine {
  public:
   explicit FlowEngine(const LayerStack& A)
-      : A_(A), n_(static_cast<int>(A[0].rows())), firstT_(A[0].transpose()),
+      : A_(A), n_(static_cast<int>(A[0].rows())),
         colsum_(A[0].colwise().sum()), uniform_(static_cast<std::size_t>(n_), 1.0 / n_) {}
 
   /// The middle layer run() uses for these layers and this many rows, or 0 for none: h = 3 for
@@ -1261,12 +1261,12 @@ class FlowEngine {
 
   /// V_j (see sinkHalves) for sinks j in [first, last), in that order, as sinkHalves does for
   /// all sinks.
-  std::vector<double> sinkHalfValues(int h, int first, int last) const {
+  std::vector<double> sinkHalfValues(int h, int first, int last) {
     std::vector<double> v(static_cast<std::size_t>(std::max(0, last - first)));
     LayeredFlow half(n_, matrices(h, 2));
     half.setSource(uniform_.data());
     for (int j = first; j < last; ++j) {
-      const double* c = firstT_.row(j).data();
+      const double* c = firstT().row(j).data();
       const double bound = half.upperBound(c);
       v[static_cast<std::size_t>(j - first)] = bound > kEps ? half.solve(c, bound) : 0.0;
     }
@@ -1311,7 +1311,7 @@ class FlowEngine {
       }
       if (std::find(known.begin(), known.end(), 0) != known.end()) {
         if (!solver) solver = std::make_unique<LayeredFlow>(n_, innerMatrices(A_, layer));
-        flowRowInto(solver.get(), A_, layer, r, firstT_, row, &known);
+        flowRowInto(solver.get(), A_, layer, r, firstT(), row, &known);
       }
       tick(q);
     }
@@ -1360,6 +1360,13 @@ class FlowEngine {
     return sinkHalves_.emplace(h, sinkHalfValues(h, 0, n_)).first->second;
   }
 
+  // Built at first use: a call that only runs source halves, or whose pairs the certificate
+  // settles with sink values computed elsewhere, never needs it (a split run makes such calls).
+  const Matrix& firstT() {
+    if (firstT_.size() == 0) firstT_ = A_[0].transpose();
+    return firstT_;
+  }
+
   // The source halves' graph: node layers layer-1 .. h, arcs A[layer-1] .. A[h+1].
   std::unique_ptr<LayeredFlow> sourceHalfSolver(int layer, int h) const {
     return std::make_unique<LayeredFlow>(n_, matrices(layer - 1, h + 1));
@@ -1378,7 +1385,7 @@ class FlowEngine {
 
   const LayerStack& A_;
   int n_;
-  Matrix firstT_;
+  Matrix firstT_;  // A[1] transposed (row j: the capacities into sink j); see firstT()
   Eigen::RowVectorXd colsum_;
   std::vector<double> uniform_;
   std::map<int, std::vector<double>> sinkHalves_;
