@@ -129,6 +129,9 @@ export class AttnflowWorker {
 
   /** Computes 'raw' | 'rollout' | 'flow'; options as the package's ComputeOptions. */
   async compute(method, options = {}) {
+    if (options.into !== undefined) {
+      throw new AttnflowError('E_OPTION', 'into works with FusedAttention.compute only: a worker cannot write into memory of this thread');
+    }
     const { onProgress, ...rest } = options;
     const value = await this.#post({ type: 'compute', method, options: rest }, { onProgress });
     return new Result({ ...value, tokens: this.#summary?.tokens ?? [] });

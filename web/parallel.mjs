@@ -237,6 +237,7 @@ export class ParallelAttention {
 
   async #compute(method, options) {
     if (this.#closed) fail('E_OPTION', 'this ParallelAttention has been closed');
+    if (options.into !== undefined) fail('E_OPTION', 'into works with FusedAttention.compute only: the workers cannot write into memory of this thread');
     const resolved = resolveCompute(method, options, this);
     const { alpha, discard, layers, rows, normalize } = resolved;
     const n = this.numTokens;

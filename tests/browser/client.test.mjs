@@ -35,6 +35,7 @@ test('AttnflowWorker: results equal the package; errors keep the input; cancel a
     const flow = await w.compute('flow', { layers: 'all', rows: [2], onProgress: () => { r.progress = true; } });
     r.flow = Array.from(flow.scoresFor(3, 2));
     r.flowJSON = flow.toJSON();
+    try { await w.compute('flow', { rows: [2], into: new Float64Array(10) }); r.into = 'resolved'; } catch (e) { r.into = e.code; }
     r.bottleneck = await w.bottleneck(3, 2, 4, { alpha: 0.5 });
     r.mixedLength = (await w.mixedLayer(2, { alpha: 0.7 })).length;
     await w.fuse({ fusion: 'max', heads: [1] });
@@ -62,6 +63,7 @@ test('AttnflowWorker: results equal the package; errors keep the input; cancel a
   out.flow.forEach((v, j) => assert.ok(Math.abs(v - want[j]) <= 1e-12));
   assert.deepEqual(out.flowJSON.layers, [1, 2, 3]);
   assert.ok(out.progress, 'progress reported');
+  assert.equal(out.into, 'E_OPTION', 'into is refused across a worker');
   assert.ok(['sink', 'source', 'inner'].includes(out.bottleneck.kind));
   assert.ok(Math.abs(out.bottleneck.value - out.bottleneck.cut.reduce((s, e) => s + e.capacity, 0)) < 1e-9, 'cut capacity = flow value');
   assert.equal(out.mixedLength, n * n);

@@ -144,6 +144,7 @@ test('a pool computing again and again gives the same numbers each time (workers
       assertBitwiseEqual(again, expected);
       assert.notEqual(again.scores.buffer, first.scores.buffer);
     }
+    await assert.rejects(pool.compute('flow', { into: new Float64Array(24 * 24) }), { code: 'E_OPTION', message: /into works with FusedAttention.compute only/ });
   } finally {
     pool.close();
   }
