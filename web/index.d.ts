@@ -112,9 +112,9 @@ export interface ComputeOptions extends FusionOptions {
   /**
    * FusedAttention.compute only (AttnflowWorker and ParallelAttention refuse it with E_OPTION):
    * write the scores into this array (exactly layers x rows x numTokens long) instead of a new
-   * one, which then is the result's `scores`. Lets a caller
-   * reuse memory it has already written to: on some machines first writes to fresh memory cost
-   * a page fault per 4 KB (0.2 ms per 64 KB in a worker thread on the 2-vCPU VMs measured).
+   * one, which then is the result's `scores`. Lets a caller reuse memory it has already written
+   * to: on some machines first writes to fresh memory cost a page fault per 4 KB (0.2 ms per
+   * 64 KB in a worker thread on the 2-vCPU VMs measured).
    */
   into?: Float64Array;
 }
