@@ -166,9 +166,10 @@ class Session {
                    .as<bool>();
       };
       // All layers in one call: they share the sink halves of the flow certificate.
-      const std::vector<int> flags = intList(sourceFlags, sourceFlags ? numLayers * numRows : 0);
-      const attnflow::CertificateParts parts{doubleList(sinkValues, sinkValues ? numTokens_ : 0),
-                                             std::vector<char>(flags.begin(), flags.end())};
+      const int* flags = fromAddress<int>(sourceFlags);
+      const attnflow::CertificateParts parts{
+          doubleList(sinkValues, sinkValues ? numTokens_ : 0),
+          std::vector<char>(flags, flags + (sourceFlags ? numLayers * numRows : 0))};
       const std::vector<attnflow::Matrix> values =
           attnflow::attentionFlowLayers(a, layerList, rowList, progress, parts);
       double* target = reinterpret_cast<double*>(out);

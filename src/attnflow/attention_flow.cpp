@@ -249,12 +249,7 @@ class LayeredFlow {
   }
 
   /// Whether S reaches every node of the bottom layer.
-  bool reachesEveryLeaf() const {
-    const std::uint64_t* bottom = reachLayer(depth_ - 1);
-    int count = 0;
-    for (int w = 0; w < words_; ++w) count += __builtin_popcountll(bottom[w]);
-    return count == n_;
-  }
+  bool reachesEveryLeaf() const { return countBits(reachLayer(depth_ - 1)) == n_; }
 
   /// A cut bound for leaf capacities c: the source arcs; or, for every layer-(D-1) node that S
   /// reaches, the cheaper of its leaf arc and its in-arcs from reachable nodes.
@@ -347,6 +342,12 @@ class LayeredFlow {
                                     Fn fn) const {
     if (test(a, first) && test(b, first) && !fn(first)) return;
     forEachBoth(a, b, [&](int k) { return k == first || fn(k); });
+  }
+  // The number of bits set in one layer's bitset.
+  int countBits(const std::uint64_t* bits) const {
+    int count = 0;
+    for (int w = 0; w < words_; ++w) count += __builtin_popcountll(bits[w]);
+    return count;
   }
   static void set(std::uint64_t* bits, int k) { bits[k / 64] |= std::uint64_t{1} << (k % 64); }
   static void clear(std::uint64_t* bits, int k) { bits[k / 64] &= ~(std::uint64_t{1} << (k % 64)); }
@@ -487,10 +488,7 @@ class LayeredFlow {
 
   bool isNarrow() const {
     for (int t = 0; t < depth_; ++t) {
-      int count = 0;
-      const std::uint64_t* live = coreachLayer(t);
-      for (int w = 0; w < words_; ++w) count += __builtin_popcountll(live[w]);
-      if (count > kNarrow) return false;
+      if (countBits(coreachLayer(t)) > kNarrow) return false;
     }
     return true;
   }
