@@ -509,7 +509,8 @@ function table(info) {
 // ---------------------------------------------------------------- main
 async function main() {
   if (argv.from) {
-    const lines = readFileSync(argv.from, 'utf8').trim().split('\n').map((line) => JSON.parse(line));
+    // Only the JSON lines: a file saved from `npm run bench -- --json` starts with npm's banner.
+    const lines = readFileSync(argv.from, 'utf8').split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line));
     const info = lines.find((r) => r.case === 'machine');
     const total = lines.find((r) => r.case === 'total');
     records.push(...lines.filter((r) => r.impl));
