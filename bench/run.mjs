@@ -13,10 +13,10 @@
 // those measured (max abs diff). All inputs come from bench/synthetic.mjs, written as .npy files
 // to bench/out/ and read by every implementation.
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
 import os from 'node:os';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { setFlagsFromString } from 'node:v8';
@@ -398,6 +398,7 @@ const ROWS_64 = Array.from({ length: 64 }, (_, i) => i).join(',');
 
 async function bigCase() {
   const path = await ensureInput(LARGE_512, false);
+  let cliRowZero = null;  // the CLI's flow scores of row 0 (last layer), to check the page's
   current?.fused.dispose();
   current?.pool?.close();
   current = null;
@@ -408,7 +409,8 @@ async function bigCase() {
   ]) {
     if (!selected(id)) continue;
     log(`${id}: attnflow CLI on ${(statSync(path).size / 2 ** 20).toFixed(0)} MB .npy`);
-    const run = await runProcess('/usr/bin/time', ['-v', process.execPath, join(ROOT, 'web', 'cli.mjs'), ...args]);
+    const run = await runProcess('/usr/bin/time', ['-v', process.execPath, join(ROOT, 'web', 'cli.mjs'), ...args], { stdout: 'pipe' });
+    if (id === 'big-cli-flow-row' && run.code === 0) cliRowZero = JSON.parse(run.stdout).scores[0][0];
     const timing = run.stderr.split('\n').map((line) => { try { return JSON.parse(line); } catch { return null; } }).find((v) => v && 'compute_ms' in v);
     const rss = /Maximum resident set size \(kbytes\): (\d+)/.exec(run.stderr);
     const wall = /Elapsed \(wall clock\) time.*: (?:(\d+):)?(\d+):([\d.]+)/.exec(run.stderr);
@@ -423,6 +425,64 @@ async function bigCase() {
       peak_rss_mb: rss ? Number(rss[1]) / 1024 : null, file_mb: statSync(path).size / 2 ** 20,
     });
   }
+  if (selected('big-page-flow-row')) await bigPageCase(path, cliRowZero);
+}
+
+/**
+ * The explorer page in headless Chromium (as the browser tests drive it) given the BERT-large
+ * size .npy: from the file input to the first view done (load in the page's worker, fusion, raw,
+ * rollout and flow of row 0 at the last layer), the longest main-thread task meanwhile, the
+ * largest peak RSS of Chromium's processes (the renderer holds the worker's heap), and the page's
+ * flow scores against the CLI's.
+ */
+async function bigPageCase(path, cliRowZero) {
+  const { launch, readCells, startServer, waitDone } = await import('../tests/browser/helpers.mjs');
+  log(`big-page-flow-row: the explorer page in Chromium on ${(statSync(path).size / 2 ** 20).toFixed(0)} MB .npy`);
+  const server = await startServer();
+  const browser = await launch();
+  try {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    const errors = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.goto(server.url);
+    await waitDone(page);
+    await page.evaluate(() => {
+      window.longestTask = 0;
+      new PerformanceObserver((list) => {
+        for (const entry of list.getEntries()) window.longestTask = Math.max(window.longestTask, entry.duration);
+      }).observe({ type: 'longtask' });
+    });
+    const started = performance.now();
+    await page.setInputFiles('[data-testid="attention-file"]', path);
+    await waitDone(page, { file: basename(path), layer: LARGE_512.layers, target: 0 }, 600_000);
+    const seconds = (performance.now() - started) / 1000;
+    const flow = (await readCells(page)).filter((c) => c.method === 'flow').sort((a, b) => a.index - b.index).map((c) => c.value);
+    record({
+      case: 'big-page-flow-row',
+      what: `BERT-large size (L=24,H=16,n=512 float32 .npy, ${(statSync(path).size / 1e6).toFixed(0)} MB): the explorer page in Chromium, file input to the first view (raw, rollout, flow of row 0, last layer)`,
+      impl: 'attnflow-page', seconds, longest_task_ms: await page.evaluate(() => window.longestTask),
+      peak_rss_mb: chromiumPeakRssMb(), page_errors: errors,
+      max_abs_diff_vs_cli: cliRowZero && flow.length === cliRowZero.length ? maxAbsDiff(flow, cliRowZero) : null,
+    });
+  } finally {
+    await browser.close();
+    server.close();
+  }
+}
+
+/** The largest VmHWM (peak resident memory) over this machine's Chromium processes, in MB. */
+function chromiumPeakRssMb() {
+  let peak = 0;
+  for (const pid of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
+    try {
+      if (!readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('chromium')) continue;
+      const hwm = /VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+      if (hwm) peak = Math.max(peak, Number(hwm[1]) / 1024);
+    } catch {
+      // the process ended meanwhile
+    }
+  }
+  return peak;
 }
 
 // ---------------------------------------------------------------- machine
@@ -490,15 +550,16 @@ function table(info) {
     lines.push(`| ${r.map((cell, i) => String(cell).padEnd(widths[i])).join(' | ')} |`);
     if (k === 0) lines.push(`|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`);
   });
-  const big = records.filter((r) => r.impl === 'attnflow-cli');
+  const big = records.filter((r) => r.impl === 'attnflow-cli' || r.impl === 'attnflow-page');
   if (big.length) {
     lines.push('');
     for (const r of big) {
-      lines.push(r.seconds === null ? `${r.case}: ${r.note}`
-        : `${r.case}: ${r.what}: load ${fmt(r.load_seconds)}, compute ${fmt(r.seconds)}, wall ${fmt(r.wall_seconds)}, peak RSS ${r.peak_rss_mb?.toFixed(0)} MB`);
+      if (r.seconds === null) lines.push(`${r.case}: ${r.note}`);
+      else if (r.impl === 'attnflow-cli') lines.push(`${r.case}: ${r.what}: load ${fmt(r.load_seconds)}, compute ${fmt(r.seconds)}, wall ${fmt(r.wall_seconds)}, peak RSS ${r.peak_rss_mb?.toFixed(0)} MB`);
+      else lines.push(`${r.case}: ${r.what}: ${fmt(r.seconds)}, longest main-thread task ${r.longest_task_ms.toFixed(0)} ms, largest Chromium peak RSS ${r.peak_rss_mb.toFixed(0)} MB, flow max |diff| vs the CLI ${sci(r.max_abs_diff_vs_cli)}, page errors ${r.page_errors.length}`);
     }
   }
-  const notes = records.filter((r) => r.note && r.impl !== 'attnflow-cli' && r.impl !== 'naive-js');
+  const notes = records.filter((r) => r.note && !['attnflow-cli', 'attnflow-page', 'naive-js'].includes(r.impl));
   if (notes.length) {
     lines.push('');
     for (const r of notes) lines.push(`note: ${r.case} / ${r.impl}: ${r.note}`);
