@@ -454,7 +454,13 @@ async function bigPageCase(path, cliRowZero) {
     });
     const started = performance.now();
     await page.setInputFiles('[data-testid="attention-file"]', path);
-    await waitDone(page, { file: basename(path), layer: LARGE_512.layers, target: 0 }, 600_000);
+    try {
+      await waitDone(page, { file: basename(path), layer: LARGE_512.layers, target: 0 }, 600_000);
+    } catch (error) {
+      const shown = await page.textContent('[data-testid="error"]').catch(() => null);
+      record({ case: 'big-page-flow-row', impl: 'attnflow-page', seconds: null, note: `no view: ${shown || error.message.split('\n')[0]}; page errors: ${errors.join('; ') || 'none'}` });
+      return;
+    }
     const seconds = (performance.now() - started) / 1000;
     const flow = (await readCells(page)).filter((c) => c.method === 'flow').sort((a, b) => a.index - b.index).map((c) => c.value);
     record({
