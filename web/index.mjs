@@ -27,11 +27,11 @@ function checkedSinkValues(values, n) {
 
 /** compute's sourceFlags option: absent (empty) or one 0/1 flag per (layer, row) of the request. */
 function checkedSourceFlags(flags, count) {
-  if (flags === undefined || flags === null) return new Int32Array(0);
+  if (flags === undefined || flags === null) return new Uint8Array(0);
   if (!(flags instanceof Uint8Array) || flags.length !== count || !flags.every((f) => f <= 1)) {
     fail('E_OPTION', `sourceFlags must be a Uint8Array of ${count} flags (0 or 1, from certificateSources)`);
   }
-  return Int32Array.from(flags);
+  return flags;  // withInts widens them to the int32 the binding reads
 }
 
 function bottleneckKind(cut, layer, row, token) {

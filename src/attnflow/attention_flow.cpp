@@ -66,15 +66,6 @@ void copyWords(const std::uint64_t* from, std::size_t count, std::uint64_t* to) 
   for (std::size_t k = 0; k < count; ++k) to[k] = from[k] | zero;
 }
 
-#ifdef ATTNFLOW_FLOW_STATS
-}  // namespace
-long long g_flowStats[8];
-namespace {
-#define STAT(k) (++g_flowStats[k])
-#else
-#define STAT(k) ((void)0)
-#endif
-
 // ------------------------------------------------------------------------------------------
 // Validation
 
@@ -285,23 +276,14 @@ class LayeredFlow {
     downwardLevels();
     cancelExcess();
     double value = currentValue();
-    STAT(0);
     if (value >= bound - kMetTol) return bound;
     pushFromSource(bound - value);
     value = currentValue();
-    STAT(1);
     if (value >= bound - kMetTol) return bound;
     for (;;) {
-      STAT(2);
-      if (!buildLevels()) {
-        STAT(3);
-        return value;
-      }
+      if (!buildLevels()) return value;
       value += blockingFlow(bound - value);
-      if (value >= bound - kMetTol) {
-        STAT(4);
-        return bound;
-      }
+      if (value >= bound - kMetTol) return bound;
     }
   }
 
@@ -1113,7 +1095,6 @@ class LayeredFlow {
           f.pushed += amount;
           continue;
         }
-        STAT(5);
         frames_[uz(++top)] = Frame{tt, ti, f.level + 1, amount, 0.0};
         descended = true;
         break;
@@ -1303,7 +1284,6 @@ class FlowEngine {
           if ((*sinkHalf)[static_cast<std::size_t>(j)] >= cut - kMetTol) {
             row[j] = cut;
             known[static_cast<std::size_t>(j)] = 1;
-            STAT(6);
           }
         }
       }
@@ -1377,7 +1357,6 @@ class FlowEngine {
     if (!half->reachesEveryLeaf()) return false;
     const double bound = half->upperBound(uniform_.data());
     if (bound < 1.0 - kMetTol) return false;
-    STAT(7);
     return half->solve(uniform_.data(), 1.0) >= 1.0 - kMetTol;
   }
 

@@ -91,6 +91,7 @@ test('flow whose certificate sink values are computed in parts by the workers eq
       assert.deepEqual(fused.compute('flow', { rows, sinkValues }).scores, whole);
       const sourceFlags = fused.certificateSources({ rows });
       assert.equal(sourceFlags.length, rows.length);
+      assert.ok(sourceFlags.some((flag) => flag === 1), 'some sources pass the certificate test');
       assert.deepEqual(fused.compute('flow', { rows, sinkValues, sourceFlags }).scores, whole);
       assert.deepEqual(fused.compute('flow', { rows, sourceFlags }).scores, whole);
       const into = new Float64Array(rows.length * 24);
