@@ -18,6 +18,7 @@
 #include "attnflow/attention_flow.hpp"
 #include "attnflow/errors.hpp"
 #include "attnflow/fusion.hpp"
+#include "attnflow/receptive_field.hpp"
 #include "attnflow/rollout.hpp"
 
 using emscripten::val;
@@ -125,44 +126,72 @@ class Session {
     });
   }
 
-  void rollout(double alpha, double discard, int layer, std::uintptr_t rows, int numRows, std::uintptr_t out) {
+  /// Rows of R[layer]; with receptiveField, divided by the uniform-over-mask baseline's and, when
+  /// normalize, re-normalised (docs/SEMANTICS.md).
+  void rollout(double alpha, double discard, bool receptiveField, bool normalize, int layer,
+               std::uintptr_t rows, int numRows, std::uintptr_t out) {
     guarded([&] {
       const std::vector<int> rowList = intList(rows, numRows);
-      const attnflow::LayerStack& a = mixed(alpha, discard);  // first: drops a stale rollout
+      const attnflow::LayerStack& a = mixed(alpha, discard);  // first: drops stale rollouts
       // Few rows: O(layer n^2) vector-matrix products. Many rows: one O(L n^3) pass, cached, as
       // the rows of every layer are then usually wanted (the heatmap, 'all' rows).
-      if (!rolloutAll_ && static_cast<long long>(numRows) * 8 < numTokens_) {
-        copyOut(attnflow::rolloutRows(a, layer, rowList), out);
+      const bool fewRows = static_cast<long long>(numRows) * 8 < numTokens_;
+      if (!receptiveField) {
+        if (!rolloutAll_ && fewRows) {
+          copyOut(attnflow::rolloutRows(a, layer, rowList), out);
+          return;
+        }
+        if (!rolloutAll_) rolloutAll_ = attnflow::rolloutAll(a);
+        copyRowsOut(rolloutAll_->at(static_cast<std::size_t>(layer - 1)), rowList, out);
         return;
       }
-      if (!rolloutAll_) rolloutAll_ = attnflow::rolloutAll(a);
-      copyRowsOut(rolloutAll_->at(static_cast<std::size_t>(layer - 1)), rowList, out);
+      attnflow::Matrix ratio;
+      if (!receptiveRolloutAll_ && fewRows) {
+        ratio = attnflow::rolloutRows(a, layer, rowList);
+        attnflow::divideByBaseline(ratio, attnflow::rolloutRows(baseline(alpha), layer, rowList));
+      } else {
+        if (!receptiveRolloutAll_) {
+          // In float64: a structural zero (a token the mask hides) must stay exactly 0 in both
+          // stacks, where the float32 path leaves ~1e-7 of noise that a ratio would magnify.
+          receptiveRolloutAll_ = attnflow::rolloutAll(a, attnflow::RolloutPrecision::Double);
+          const attnflow::LayerStack base =
+              attnflow::rolloutAll(baseline(alpha), attnflow::RolloutPrecision::Double);
+          for (std::size_t l = 0; l < base.size(); ++l) attnflow::divideByBaseline((*receptiveRolloutAll_)[l], base[l]);
+        }
+        const attnflow::Matrix& all = receptiveRolloutAll_->at(static_cast<std::size_t>(layer - 1));
+        ratio.resize(numRows, numTokens_);
+        for (int i = 0; i < numRows; ++i) ratio.row(i) = all.row(rowList[static_cast<std::size_t>(i)]);
+      }
+      if (normalize) attnflow::normalizeRows(ratio);
+      copyOut(ratio, out);
     });
   }
 
   /// Flow for each of `numLayers` layers (1-based list) and the same rows, written layer after
-  /// layer. `onProgress(done, total)` is called after the first problems, then at most every 50 ms;
-  /// returning false cancels.
+  /// layer; with receptiveField divided by the uniform-over-mask baseline's flow, and rows
+  /// re-normalised when normalize. `onProgress(done, total)` is called after the first problems,
+  /// then at most every 50 ms; returning false cancels.
   /// sinkValues: 0, or the address of the numTokens certificate sink values of this request
   /// (certificateSinkValues, computed in parts by a pool of workers); sourceFlags: 0, or the
   /// address of its numLayers x numRows certificate source flags (certificateSourceFlags, int32).
   void flow(double alpha, double discard, std::uintptr_t layers, int numLayers, std::uintptr_t rows, int numRows,
-            bool normalize, std::uintptr_t sinkValues, std::uintptr_t sourceFlags, val onProgress,
-            std::uintptr_t out) {
+            bool normalize, bool receptiveField, std::uintptr_t sinkValues, std::uintptr_t sourceFlags,
+            val onProgress, std::uintptr_t out) {
     guarded([&] {
       const attnflow::LayerStack& a = mixed(alpha, discard);
       const std::vector<int> layerList = intList(layers, numLayers);
       const std::vector<int> rowList = intList(rows, numRows);
       const std::size_t perLayer = static_cast<std::size_t>(numRows) * static_cast<std::size_t>(numTokens_);
-      const std::size_t total = perLayer * layerList.size();
+      const std::size_t total = perLayer * layerList.size() * (receptiveField ? 2 : 1);
       const bool reports = onProgress.typeOf().as<std::string>() == "function";
       double lastReport = -1e300;  // the first report goes through: a caller may cancel at once
+      std::size_t doneBefore = 0;  // problems of the data's flow, when the baseline's runs
       attnflow::Progress progress = [&](std::size_t done, std::size_t) {
         if (!reports) return true;
         const double now = emscripten_get_now();
         if (now - lastReport < 50.0) return true;
         lastReport = now;
-        return onProgress(static_cast<double>(done), static_cast<double>(total))
+        return onProgress(static_cast<double>(doneBefore + done), static_cast<double>(total))
                    .as<bool>();
       };
       // All layers in one call: they share the sink halves of the flow certificate.
@@ -170,16 +199,17 @@ class Session {
       const attnflow::CertificateParts parts{
           doubleList(sinkValues, sinkValues ? numTokens_ : 0),
           std::vector<char>(flags, flags + (sourceFlags ? numLayers * numRows : 0))};
-      const std::vector<attnflow::Matrix> values =
+      std::vector<attnflow::Matrix> values =
           attnflow::attentionFlowLayers(a, layerList, rowList, progress, parts);
+      if (receptiveField) {
+        doneBefore = total / 2;
+        const std::vector<attnflow::Matrix> base =
+            attnflow::attentionFlowLayers(baseline(alpha), layerList, rowList, progress);
+        for (std::size_t k = 0; k < values.size(); ++k) attnflow::divideByBaseline(values[k], base[k]);
+      }
       double* target = reinterpret_cast<double*>(out);
-      for (attnflow::Matrix layerValues : values) {
-        if (normalize) {
-          for (Eigen::Index i = 0; i < layerValues.rows(); ++i) {
-            const double sum = layerValues.row(i).sum();
-            if (sum > 0) layerValues.row(i) /= sum;
-          }
-        }
+      for (attnflow::Matrix& layerValues : values) {
+        if (normalize) attnflow::normalizeRows(layerValues);
         copyOut(layerValues, reinterpret_cast<std::uintptr_t>(target));
         target += perLayer;
       }
@@ -254,13 +284,25 @@ class Session {
       mixedAlpha_ = alpha;
       mixedDiscard_ = discard;
       rolloutAll_.reset();
+      receptiveRolloutAll_.reset();
     }
     return *mixed_;
+  }
+
+  /// uniformOverMask(fused, alpha), cached (it does not depend on discard).
+  const attnflow::LayerStack& baseline(double alpha) {
+    if (!baseline_ || baselineAlpha_ != alpha) {
+      baseline_ = attnflow::uniformOverMask(fused_, alpha);
+      baselineAlpha_ = alpha;
+    }
+    return *baseline_;
   }
 
   void invalidate() {
     mixed_.reset();
     rolloutAll_.reset();
+    receptiveRolloutAll_.reset();
+    baseline_.reset();
   }
 
   int numTokens_;
@@ -269,6 +311,9 @@ class Session {
   double mixedAlpha_ = -1;
   double mixedDiscard_ = 0;
   std::optional<attnflow::LayerStack> rolloutAll_;  // of mixed_
+  std::optional<attnflow::LayerStack> receptiveRolloutAll_;  // of mixed_, over the baseline's
+  std::optional<attnflow::LayerStack> baseline_;
+  double baselineAlpha_ = -1;
 };
 
 }  // namespace

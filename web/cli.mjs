@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // attnflow CLI: the same WebAssembly module as the browser, run in Node.
 //   attnflow <raw|rollout|flow> FILE|- [--fusion mean|max|min] [--heads 0,3,5] [--alpha A]
-//            [--layers last|all|1,4,12] [--rows all|0,5] [--unnormalized] [--batch B] [--timing]
-//            [--workers N]
+//            [--layers last|all|1,4,12] [--rows all|0,5] [--unnormalized] [--receptive-field]
+//            [--batch B] [--timing] [--workers N]
 // Prints one JSON object on stdout. A user error prints one line on stderr and exits with 2.
 import { readFile } from 'node:fs/promises';
 import { basename } from 'node:path';
@@ -27,6 +27,9 @@ options:
   --layers last|all|1,4    1-based layers to report (default last)
   --rows all|0,5           0-based target rows (default all)
   --unnormalized           flow: raw max-flow values instead of rows summing to 1
+                           (with --receptive-field: the ratios themselves, rollout too)
+  --receptive-field        rollout/flow: divide by the scores of uniform attention over the
+                           mask (for causal models: removes the advantage of early tokens)
   --batch B                batch item of a Hugging Face [L][B][H][n][n] layout (default 0)
   --workers N              flow: split the work over N worker threads (same results)
   --timing                 print {"load_ms", "compute_ms"} as one JSON line on stderr
@@ -46,6 +49,7 @@ function parseCommandLine(argv) {
         layers: { type: 'string' },
         rows: { type: 'string' },
         unnormalized: { type: 'boolean' },
+        'receptive-field': { type: 'boolean' },
         batch: { type: 'string' },
         workers: { type: 'string' },
         timing: { type: 'boolean' },
@@ -72,6 +76,7 @@ function parseCommandLine(argv) {
     layers: values.layers === undefined ? undefined : parseListOption('layers', values.layers, ['last', 'all']),
     rows: values.rows === undefined ? undefined : parseListOption('rows', values.rows, ['all']),
     normalize: !values.unnormalized,
+    receptiveField: Boolean(values['receptive-field']),
   };
   const batch = values.batch === undefined ? undefined : number('batch', values.batch);
   const workers = values.workers === undefined ? undefined : number('workers', values.workers);

@@ -91,8 +91,20 @@ export interface ComputeOptions extends FusionOptions {
   layers?: 'last' | 'all' | number[];
   /** 0-based target rows: 'all' (default) or a list. */
   rows?: 'all' | number[];
-  /** Flow only: divide each row by its sum (default true); false gives raw max-flow values. */
+  /**
+   * Flow: divide each row by its sum (default true); false gives raw max-flow values. Rollout:
+   * only with receptiveField (rollout rows already sum to 1).
+   */
   normalize?: boolean;
+  /**
+   * Rollout and flow: normalise by receptive field, for causal (decoder) or padded inputs, where
+   * early tokens score higher by position alone. Each score is divided by the score the same
+   * method gives when every position attends uniformly to the tokens the mask lets it see (same
+   * alpha and layer; 0 where that is 0), then rows are re-normalised unless normalize is false.
+   * Unnormalised, 1 means "as much as position alone predicts". Raw attention is not affected.
+   * Default false. See docs/SEMANTICS.md.
+   */
+  receptiveField?: boolean;
   /** Flow only: called between max-flow problems; return false to cancel (E_CANCELLED). */
   onProgress?: (done: number, total: number) => boolean | void;
   /**
@@ -136,6 +148,7 @@ export interface ResolvedOptions {
   layers: number[];
   rows: number[];
   normalize: boolean;
+  receptiveField: boolean;
 }
 
 /** Scores that carry their own description. */

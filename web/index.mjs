@@ -99,7 +99,7 @@ export class FusedAttention {
     const session = this.#live();
     const M = this.#module;
     const resolved = resolveCompute(method, options, this);
-    const { alpha, discard, layers, rows, normalize } = resolved;
+    const { alpha, discard, layers, rows, normalize, receptiveField } = resolved;
     const n = this.numTokens;
     const perLayer = rows.length * n;
     if (options.into !== undefined && !(options.into instanceof Float64Array && options.into.length === layers.length * perLayer)) {
@@ -114,14 +114,14 @@ export class FusedAttention {
           const sinkValues = checkedSinkValues(options.sinkValues, n);
           const sourceFlags = checkedSourceFlags(options.sourceFlags, layers.length * rows.length);
           withInts(M, layers, (layersAddress) => withDoubles(M, sinkValues, (sinkAddress) => withInts(M, sourceFlags, (flagsAddress) => call(M, () => session.flow(
-            alpha, discard, layersAddress, layers.length, rowsAddress, rows.length, normalize,
+            alpha, discard, layersAddress, layers.length, rowsAddress, rows.length, normalize, receptiveField,
             sinkValues.length ? sinkAddress : 0, sourceFlags.length ? flagsAddress : 0, onProgress, out)))));
         } else {
           layers.forEach((layer, i) => {
             const target = out + i * perLayer * 8;
             call(M, () => (method === 'raw'
               ? session.raw(layer, rowsAddress, rows.length, target)
-              : session.rollout(alpha, discard, layer, rowsAddress, rows.length, target)));
+              : session.rollout(alpha, discard, receptiveField, normalize, layer, rowsAddress, rows.length, target)));
           });
         }
         const count = layers.length * perLayer;
@@ -131,7 +131,7 @@ export class FusedAttention {
       }));
     return new Result({
       method, tokens: this.tokens, layers, rows, scores,
-      options: { ...this.#fusion, alpha, discard, layers, rows, normalize },
+      options: { ...this.#fusion, alpha, discard, layers, rows, normalize, receptiveField },
     });
   }
 

@@ -6,6 +6,7 @@ export const METHODS = ['raw', 'rollout', 'flow'];
 export const FUSIONS = ['mean', 'max', 'min'];
 export const DEFAULTS = Object.freeze({
   fusion: 'mean', heads: null, alpha: 0.5, discard: 0, layers: 'last', rows: 'all', normalize: true,
+  receptiveField: false,
 });
 
 function checkIndexList(name, list, lowest, highest, what) {
@@ -59,7 +60,9 @@ export function resolveCompute(method, options = {}, { numLayers, numTokens }) {
     : checkIndexList('rows', rowsOption, 0, numTokens - 1, 'rows (0-based)');
   const normalize = options.normalize ?? DEFAULTS.normalize;
   if (typeof normalize !== 'boolean') fail('E_OPTION', 'normalize must be true or false');
-  return { alpha, discard, layers, rows, normalize };
+  const receptiveField = options.receptiveField ?? DEFAULTS.receptiveField;
+  if (typeof receptiveField !== 'boolean') fail('E_OPTION', 'receptiveField must be true or false');
+  return { alpha, discard, layers, rows, normalize, receptiveField };
 }
 
 /**

@@ -6,7 +6,7 @@
 //   {type:'load', bytes: Uint8Array, name?, batch?, tokens?, fusion, heads, peers: (MessagePort|null)[]}
 //        -> {type:'ready', summary: {tokens, numLayers, numHeads, numTokens, fused, format, warnings}}
 //        peers[p] is a channel to worker p of the pool (null at this worker's own index).
-//   {type:'compute', id, method, options: {alpha, discard, layers, rows, normalize},
+//   {type:'compute', id, method, options: {alpha, discard, layers, rows, normalize, receptiveField},
 //    sinks?: {exchange, part, parts, shareRows, first, last}, progress: boolean}
 //        -> {type:'progress', id, done, total} (flow only, if progress is wanted, throttled) ... then
 //           {type:'result', id, scores: Float64Array} (transferred)

@@ -239,7 +239,7 @@ export class ParallelAttention {
     if (this.#closed) fail('E_OPTION', 'this ParallelAttention has been closed');
     if (options.into !== undefined) fail('E_OPTION', 'into works with FusedAttention.compute only: the workers cannot write into memory of this thread');
     const resolved = resolveCompute(method, options, this);
-    const { alpha, discard, layers, rows, normalize } = resolved;
+    const { alpha, discard, layers, rows, normalize, receptiveField } = resolved;
     const n = this.numTokens;
     const tasks = splitWork(method, resolved, this.#workers.length);
     // Shares of rows over the same layers, one per worker, share the flow certificate's per-sink
@@ -281,7 +281,7 @@ export class ParallelAttention {
           if (onProgress && method === 'flow') onProgress(total, total);
           resolve(new Result({
             method, tokens: this.tokens, layers, rows, scores,
-            options: { ...this.#fusion, alpha, discard, layers, rows, normalize },
+            options: { ...this.#fusion, alpha, discard, layers, rows, normalize, receptiveField },
           }));
         };
         onAbort = () => finish(cancelled());
@@ -328,7 +328,7 @@ export class ParallelAttention {
             ? { exchange: firstId, part: t, parts: tasks.length, shareRows, first: Math.floor((n * t) / tasks.length), last: Math.floor((n * (t + 1)) / tasks.length) }
             : undefined;
           slot.post({
-            type: 'compute', id, method, options: { alpha, discard, layers: task.layers, rows: task.rows, normalize },
+            type: 'compute', id, method, options: { alpha, discard, layers: task.layers, rows: task.rows, normalize, receptiveField },
             sinks, progress: Boolean(onProgress),
           });
         };

@@ -8,7 +8,7 @@ on the golden files in tests/fixtures/golden/ and on inputs the package has neve
 
     attnflow_reference.py <raw|rollout|flow> FILE [--fusion mean|max|min] [--heads 0,3]
         [--alpha A] [--discard R] [--layers last|all|1,4] [--rows all|0,5] [--unnormalized]
-        [--batch B]
+        [--receptive-field] [--batch B]
 
 prints {"method", "tokens", "layers" (1-based), "rows" (0-based), "scores" [layers][rows][n]},
 the same shape as the attnflow CLI (which also prints "options").
@@ -27,6 +27,10 @@ sums to 0 at 0:
   flow[l][i][j] = max flow from node (l, i) to node (0, j) in the layered DAG whose edges
                   (l, i) -> (l-1, k) have capacity A[l][i][k]; normalised: each row divided by
                   its sum (a row summing to 0 stays 0).
+  --receptive-field (rollout, flow; docs/SEMANTICS.md): with mask[i][j] = (F[l][i][j] > 0 for
+                  some l), U = rownorm(mask) and B[l] = rownorm(alpha * U + (1 - alpha) * I) for
+                  every l, the scores are (unnormalised scores of A) / (the same of B), 0 where the
+                  latter is 0; then rows divided by their sums unless --unnormalized.
 
 Requires numpy and networkx (Debian: python3-numpy python3-networkx; run with /usr/bin/python3).
 """
@@ -217,12 +221,25 @@ def attention_flow(A, layers, rows, normalize=True, progress=None):
     return out
 
 
+def receptive_field_baseline(F, alpha):
+    """B[l] = rownorm(alpha * U + (1 - alpha) * I) for every layer, U uniform over the mask."""
+    mask = (F > 0.0).any(axis=0)
+    U = rownorm(mask.astype(np.float64))
+    return mix_residual(np.repeat(U[None], F.shape[0], axis=0), alpha)
+
+
+def divide_where_positive(scores, baseline):
+    out = np.zeros_like(scores)
+    np.divide(scores, baseline, out=out, where=baseline > 0.0)
+    return out
+
+
 # ----------------------------------------------------------------------------------------------
 # The whole computation
 
 
 def compute(method, W, fused, fusion="mean", heads=None, alpha=0.5, layers="last", rows="all",
-            normalize=True, progress=None, discard=0.0):
+            normalize=True, progress=None, discard=0.0, receptive_field=False):
     """Returns (layers 1-based, rows 0-based, scores float64 [len(layers)][len(rows)][n])."""
     L = W.shape[0]
     n = W.shape[-1]
@@ -247,9 +264,21 @@ def compute(method, W, fused, fusion="mean", heads=None, alpha=0.5, layers="last
         A = mix_residual(discard_smallest(F, discard), alpha)
         R = rollout(A)
         scores = np.stack([R[layer - 1][rows] for layer in layers])
+        if receptive_field:
+            base = rollout(receptive_field_baseline(F, alpha))
+            scores = divide_where_positive(scores, np.stack([base[layer - 1][rows] for layer in layers]))
+            if normalize:
+                scores = np.stack([rownorm(s) for s in scores])
     elif method == "flow":
         A = mix_residual(discard_smallest(F, discard), alpha)
-        scores = attention_flow(A, layers, rows, normalize, progress)
+        if receptive_field:
+            scores = attention_flow(A, layers, rows, False, progress)
+            base = attention_flow(receptive_field_baseline(F, alpha), layers, rows, False)
+            scores = divide_where_positive(scores, base)
+            if normalize:
+                scores = np.stack([rownorm(s) for s in scores])
+        else:
+            scores = attention_flow(A, layers, rows, normalize, progress)
     else:
         raise ReferenceError_(f"unknown method {method!r}")
     return layers, rows, scores
@@ -275,6 +304,7 @@ def main(argv=None):
     parser.add_argument("--layers", default="last", help="last|all|comma list of 1-based layers")
     parser.add_argument("--rows", default="all", help="all|comma list of 0-based rows")
     parser.add_argument("--unnormalized", action="store_true")
+    parser.add_argument("--receptive-field", action="store_true")
     parser.add_argument("--batch", type=int, default=0)
     parser.add_argument("--progress", action="store_true", help="progress lines on stderr")
     args = parser.parse_args(argv)
@@ -288,7 +318,8 @@ def main(argv=None):
             def progress(done, total):
                 print(f"reference: flow {done}/{total}", file=sys.stderr)
         layers, rows, scores = compute(args.method, W, fused, args.fusion, heads, args.alpha,
-                                       layers, rows, not args.unnormalized, progress, args.discard)
+                                       layers, rows, not args.unnormalized, progress, args.discard,
+                                       args.receptive_field)
     except (ReferenceError_, KeyError, ValueError, OSError) as error:
         print(f"attnflow_reference: {error}", file=sys.stderr)
         return 2

@@ -3,7 +3,7 @@
 
     /usr/bin/python3 scripts/reference/compare.py FILE [--methods raw,rollout,flow]
         [--fusion mean|max|min] [--heads 0,3] [--alpha A] [--discard R] [--layers last|all|1,4]
-        [--rows all|0,5] [--unnormalized] [--batch B] [--tol 1e-6] [--cli "node web/cli.mjs"]
+        [--rows all|0,5] [--unnormalized] [--receptive-field] [--batch B] [--tol 1e-6] [--cli "node web/cli.mjs"]
 
 For each method it runs `node web/cli.mjs METHOD FILE <options>` (from the repository root) and
 scripts/reference/attnflow_reference.py with the same options, checks that tokens, layers, rows
@@ -47,6 +47,7 @@ def main(argv=None):
     parser.add_argument("--layers")
     parser.add_argument("--rows")
     parser.add_argument("--unnormalized", action="store_true")
+    parser.add_argument("--receptive-field", action="store_true")
     parser.add_argument("--batch")
     parser.add_argument("--tol", type=float, default=1e-6)
     parser.add_argument("--cli", default="node web/cli.mjs", help="command that runs the attnflow CLI")
@@ -74,6 +75,8 @@ def main(argv=None):
             options += [f"--{name}", value]
     if args.unnormalized:
         options.append("--unnormalized")
+    if args.receptive_field:
+        options.append("--receptive-field")
 
     worst_overall = 0.0
     status = 0

@@ -104,7 +104,7 @@ test('raw attention is the fused, row-normalised attention without residual', as
   const input = randomInput({ L: 2, H: 2, n: 4, seed: 6 });
   const result = await compute(await loadAttention(input), 'raw', { layers: [1], rows: [2], heads: [1] });
   assertClose(result.scoresFor(1, 2), input.attentions[0][1][2], 1e-12, 'head 1 alone');
-  assert.deepEqual(result.options, { fusion: 'mean', heads: [1], alpha: 0.5, discard: 0, layers: [1], rows: [2], normalize: true });
+  assert.deepEqual(result.options, { fusion: 'mean', heads: [1], alpha: 0.5, discard: 0, layers: [1], rows: [2], normalize: true, receptiveField: false });
 });
 
 test('a result describes itself and serialises as the CLI prints it', async () => {
@@ -168,6 +168,7 @@ test('bad options are E_OPTION errors that name the option', async () => {
     [() => fused.compute('flow', { rows: [1, 1] }), /rows: 1 is listed twice/],
     [() => fused.compute('rollout', { rows: [] }), /rows must be a non-empty list/],
     [() => fused.bottleneck(2, 0, 9), /token 9 is out of range/],
+    [() => fused.compute('rollout', { receptiveField: 1 }), /receptiveField must be true or false/],
   ];
   for (const [run, message] of cases) assert.throws(run, (e) => e.code === 'E_OPTION' && message.test(e.message));
   await assert.rejects(FusedAttention.create(data, { heads: [3] }), { code: 'E_OPTION', message: /heads: 3 is out of range/ });
@@ -214,5 +215,35 @@ test('discard zeroes the smallest fused weights of each layer before the residua
   assert.deepEqual(fused.compute('raw', { discard }).scores, fused.compute('raw').scores);
   assert.deepEqual(fused.compute('flow', { discard: 0 }).scores, fused.compute('flow').scores);
   assert.throws(() => fused.compute('flow', { discard: 1 }), { code: 'E_OPTION', message: /discard must be a number in \[0, 1\)/ });
+  fused.dispose();
+});
+
+test('receptiveField: raw is unaffected, flow progress covers the baseline too', async () => {
+  const fused = await FusedAttention.create(await loadAttention(randomInput({ L: 4, H: 2, n: 9, seed: 13, causal: true })));
+  assert.deepEqual(fused.compute('raw', { layers: 'all', receptiveField: true }).scores,
+    fused.compute('raw', { layers: 'all' }).scores);
+  const seen = [];
+  fused.compute('flow', { layers: 'all', receptiveField: true, onProgress: (done, total) => { seen.push([done, total]); } });
+  assert.deepEqual(seen.at(-1), [2 * 4 * 9 * 9, 2 * 4 * 9 * 9]);
+  assert.ok(seen.every(([done], k) => k === 0 || done >= seen[k - 1][0]), 'progress is monotone');
+  fused.dispose();
+});
+
+test('receptiveField on an encoder (full mask) only lowers the target token against the others', async () => {
+  // Every token but the row's own has the same baseline score, so their proportions stay.
+  const n = 7;
+  const fused = await FusedAttention.create(await loadAttention(randomInput({ L: 3, H: 2, n, seed: 14 })));
+  for (const method of ['rollout', 'flow']) {
+    const plain = fused.compute(method, { normalize: false });
+    const ratio = fused.compute(method, { normalize: false, receptiveField: true });
+    for (let i = 0; i < n; i++) {
+      const p = plain.scoresFor(3, i);
+      const r = ratio.scoresFor(3, i);
+      const others = [...Array(n).keys()].filter((j) => j !== i);
+      const scale = r[others[0]] / p[others[0]];
+      for (const j of others) assert.ok(Math.abs(r[j] / p[j] - scale) < 1e-12 * scale, `${method} row ${i} token ${j}`);
+      assert.ok(r[i] / p[i] < scale, `${method} row ${i}: the row's own token is divided by a larger baseline`);
+    }
+  }
   fused.dispose();
 });

@@ -46,7 +46,7 @@ test('options reach the computation and the output reflects them', () => {
   const out = JSON.parse(stdout);
   assert.deepEqual(out.layers, [1, 2]);
   assert.deepEqual(out.rows, [1, 2]);
-  assert.deepEqual(out.options, { fusion: 'max', heads: [1], alpha: 1, discard: 0, layers: [1, 2], rows: [1, 2], normalize: true });
+  assert.deepEqual(out.options, { fusion: 'max', heads: [1], alpha: 1, discard: 0, layers: [1, 2], rows: [1, 2], normalize: true, receptiveField: false });
   // alpha = 1 with head 1 only: layer 1 is the identity, layer 2 uniform, so rollout is uniform.
   for (const row of out.scores[1]) for (const v of row) assert.ok(Math.abs(v - 1 / 3) < 1e-12);
   assert.deepEqual(out.scores[0], [[0, 1, 0], [0, 0, 1]]);
@@ -67,6 +67,22 @@ test('--unnormalized gives raw max-flow values', () => {
   assert.equal(out.options.normalize, false);
   // Layer 1: F = (uniform + I) / 2 has diagonal 2/3, so A[1] = (F + I) / 2 has diagonal 5/6.
   assert.ok(Math.abs(out.scores[0][0][0] - 5 / 6) < 1e-12);
+});
+
+test('--receptive-field divides by the scores of uniform attention over the mask', () => {
+  // A causal input whose attention is uniform over the mask: every reachable score is exactly
+  // what position alone predicts, a ratio of 1; tokens after the row are 0.
+  const causalUniform = (n) => Array.from({ length: n }, (_, i) => Array.from({ length: n }, (_, j) => (j <= i ? 1 / (i + 1) : 0)));
+  const path = file('causal.json', { tokens: ['a', 'b', 'c', 'd'], attentions: [[causalUniform(4)], [causalUniform(4)], [causalUniform(4)]] });
+  for (const method of ['rollout', 'flow']) {
+    const { code, stdout, stderr } = run([method, path, '--receptive-field', '--unnormalized', '--rows', '1,3']);
+    assert.equal(code, 0, stderr);
+    const out = JSON.parse(stdout);
+    assert.equal(out.options.receptiveField, true);
+    out.scores[0].forEach((row, k) => row.forEach((v, j) => {
+      assert.ok(Math.abs(v - (j <= out.rows[k] ? 1 : 0)) < 1e-12, `${method} row ${out.rows[k]} token ${j}: ${v}`);
+    }));
+  }
 });
 
 test('--help prints usage and exits 0', () => {

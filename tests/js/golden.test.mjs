@@ -86,6 +86,23 @@ for (const golden of cases) {
       fused.dispose();
     }
 
+    // Normalised by receptive field (docs/SEMANTICS.md), on every rollout path: all rows (the
+    // cached full product) and one row (vector-matrix products) at every layer.
+    const receptive = { ...fusionOptions, ...all, receptiveField: true };
+    assertClose(await compute(data, 'rollout', receptive), golden, 'rollout', golden.expected.rollout_receptive, label('rollout --receptive-field'));
+    assertClose(await compute(data, 'flow', receptive), golden, 'flow', golden.expected.flow_receptive, label('flow --receptive-field'));
+    assertClose(await compute(data, 'flow', { ...receptive, normalize: false }), golden, 'flow',
+      golden.expected.flow_receptive_unnormalized, label('flow --receptive-field --unnormalized'));
+    {
+      const lastRow = golden.input.tokens.length - 1;
+      const oneRow = await compute(data, 'rollout', { ...receptive, rows: [lastRow] });
+      golden.expected.layers.forEach((layer, l) => {
+        const got = oneRow.scoresFor(layer, lastRow);
+        golden.expected.rollout_receptive[l][lastRow].forEach((want, j) => assert.ok(Math.abs(got[j] - want) <= TOLERANCE,
+          `${label('rollout --receptive-field, one row')}: ${got[j]} vs ${want} at layer ${layer} row ${lastRow} token ${j}`));
+      });
+    }
+
     // Invariants, on the package's own numbers.
     const n = golden.input.tokens.length;
     const L = golden.expected.layers.length;

@@ -43,6 +43,7 @@ test('flow over several layers (rows split) equals single-threaded compute bitwi
       { layers: [2, 4, 3], rows: [9, 0, 4], alpha: 1 },
       { layers: 'all', fusion: 'max', heads: [0, 1] },
       { layers: 'all', rows: [shape.tokens - 1] },  // one row: split by layers
+      { layers: 'all', receptiveField: true },
     ]) {
       const expected = await single(bytes, 'flow', options);
       for (const workers of [2, 3]) {
