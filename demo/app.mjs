@@ -34,6 +34,7 @@ const ui = {
   target: $('target'), layer: $('layer'), layerOut: $('layer-out'),
   headsBox: $('heads-box'), heads: $('heads'), headsAll: $('heads-all'), headsInvert: $('heads-invert'),
   alpha: $('alpha'), alphaOut: $('alpha-out'), discard: $('discard'), discardOut: $('discard-out'),
+  receptive: $('receptive'),
   scale: $('scale'), palette: $('palette'),
   computeAll: $('compute-all'), exportJson: $('export-json'), exportCsv: $('export-csv'),
   results: $('results'), readout: $('readout'),
@@ -48,7 +49,7 @@ const client = new AttnflowWorker();
 
 /** Settings chosen in the controls. `shown` holds the settings of what is displayed. */
 const settings = {
-  targets: [0], layer: 1, fusion: 'mean', heads: null, alpha: 0.5, discard: 0,
+  targets: [0], layer: 1, fusion: 'mean', heads: null, alpha: 0.5, discard: 0, receptive: false,
   methods: [...METHODS], scale: 'row', sink: null, threshold: 0.05, filter: 'source',
 };
 let summary = null;       // LoadSummary of the input on display
@@ -96,11 +97,12 @@ class ResultSet {
 }
 
 let cache = new Map();
-// Raw attention does not depend on alpha or discard, so its cache entry is shared by all of them.
-const keyOf = (method, s) => `${method}|${s.fusion}|${s.heads ? s.heads.join(',') : 'all'}|${method === 'raw' ? '' : `${s.alpha}|${s.discard}`}`;
+// Raw attention does not depend on alpha, discard or the receptive-field normalisation, so its
+// cache entry is shared by all of them.
+const keyOf = (method, s) => `${method}|${s.fusion}|${s.heads ? s.heads.join(',') : 'all'}|${method === 'raw' ? '' : `${s.alpha}|${s.discard}|${s.receptive}`}`;
 const graphKey = (s) => `${s.fusion}|${s.heads ? s.heads.join(',') : 'all'}|${s.alpha}|${s.discard}`;
-/** Residual settings for captions: the discard fraction only when it is in use. */
-const residualText = (v) => `α = ${v.alpha}${v.discard ? `, discard ${v.discard}` : ''}`;
+/** Residual settings for captions: discard and the receptive-field normalisation only when in use. */
+const residualText = (v) => `α = ${v.alpha}${v.discard ? `, discard ${v.discard}` : ''}${v.receptive ? ', ÷ receptive field' : ''}`;
 let mixedCache = new Map();   // graphKey -> Map(layer -> Float64Array)
 let cutCache = new Map();     // graphKey|layer|row|sink -> bottleneck
 
@@ -279,6 +281,7 @@ function syncControls(s) {
   ui.alphaOut.textContent = String(s.alpha);
   ui.discard.value = String(s.discard);
   ui.discardOut.textContent = String(s.discard);
+  ui.receptive.checked = s.receptive;
   for (const r of document.querySelectorAll('input[name="fusion"]')) r.checked = r.value === s.fusion;
   for (const c of ui.heads.querySelectorAll('input')) c.checked = !s.heads || s.heads.includes(Number(c.value));
   for (const c of document.querySelectorAll('input[name="method"]')) c.checked = s.methods.includes(c.value);
@@ -352,6 +355,10 @@ ui.discard.addEventListener('input', () => {
   ui.discardOut.textContent = String(settings.discard);
   clearTimeout(alphaTimer);  // shares the debounce with alpha: one refresh for both
   alphaTimer = setTimeout(() => refresh(), 120);
+});
+ui.receptive.addEventListener('change', () => {
+  settings.receptive = ui.receptive.checked;
+  refresh();
 });
 for (const c of document.querySelectorAll('input[name="method"]')) {
   c.addEventListener('change', () => {
@@ -503,6 +510,9 @@ function cancelStale(force) {
   if (force || running.long || performance.now() - running.started > STALE_MS) client.cancel();
 }
 
+/** The options of `s` that change the numbers of a computation (fusion is the worker's). */
+const computeOptions = (s) => ({ alpha: s.alpha, discard: s.discard, receptiveField: s.receptive });
+
 /** Flow for every row of every layer, split over two workers; null if not worth it here. */
 async function parallelFlow(s, abort, progress) {
   // Leave one core to the page: with every core busy in workers, the main thread's tasks stretch
@@ -513,7 +523,7 @@ async function parallelFlow(s, abort, progress) {
   const pool = await ParallelAttention.open({ bytes, name: sourceName },
     { workers, fusion: s.fusion, heads: summary.fused ? null : s.heads, signal: abort.signal });
   try {
-    return await pool.compute('flow', { alpha: s.alpha, discard: s.discard, layers: 'all', rows: 'all', onProgress: progress, signal: abort.signal });
+    return await pool.compute('flow', { ...computeOptions(s), layers: 'all', rows: 'all', onProgress: progress, signal: abort.signal });
   } finally {
     pool.close();
   }
@@ -564,7 +574,7 @@ async function refresh({ all = false, keepRunning = false, gen = 0, focus = null
           r = await parallelFlow(s, running.abort, progress);
           if (stale()) return;
         }
-        r ??= await client.compute(method, { alpha: s.alpha, discard: s.discard, layers: staged ? [s.layer] : 'all', rows, onProgress: progress });
+        r ??= await client.compute(method, { ...computeOptions(s), layers: staged ? [s.layer] : 'all', rows, onProgress: progress });
         if (stale()) return;
         // All rows supersede the single rows.
         results[method] = rows === 'all' ? new ResultSet(method, [r]) : set.with(r);
@@ -602,7 +612,7 @@ async function refresh({ all = false, keepRunning = false, gen = 0, focus = null
     const missing = s.targets.filter((t) => !results.flow.complete(t, summary.numLayers));
     if (missing.length) {
       busy('Flow for every layer…');
-      const r = await client.compute('flow', { alpha: s.alpha, discard: s.discard, layers: 'all', rows: missing, onProgress: onProgress('Flow, every layer') });
+      const r = await client.compute('flow', { ...computeOptions(s), layers: 'all', rows: missing, onProgress: onProgress('Flow, every layer') });
       if (stale()) return;
       results.flow = results.flow.with(r);
       cache.set(keyOf('flow', s), results.flow);
@@ -622,7 +632,7 @@ async function refresh({ all = false, keepRunning = false, gen = 0, focus = null
 }
 
 function sameSettings(a, b) {
-  const key = (x) => JSON.stringify([x.targets, x.layer, x.fusion, x.heads, x.alpha, x.discard, x.sink]);
+  const key = (x) => JSON.stringify([x.targets, x.layer, x.fusion, x.heads, x.alpha, x.discard, x.receptive, x.sink]);
   return key(a) === key(b);
 }
 

@@ -63,14 +63,16 @@ const q = (s) => `"${String(s).replace(/"/g, '""')}"`;
 
 /** Long CSV: one line per (method, layer, target, input token). Strings are always quoted. */
 export function scoresCSV({ summary, results }) {
-  const lines = ['method,layer,target,target_token,index,token,score,fusion,heads,alpha,discard'];
+  const lines = ['method,layer,target,target_token,index,token,score,fusion,heads,alpha,discard,receptive_field'];
   for (const { json: r } of Object.values(results)) {
     const heads = r.options.heads ? r.options.heads.join(' ') : 'all';
+    // Raw attention depends on neither the residual nor the receptive-field normalisation.
+    const residual = r.method === 'raw' ? ['', '', ''] : [r.options.alpha, r.options.discard ?? 0, r.options.receptiveField ?? false];
     r.layers.forEach((layer, li) => {
       r.rows.forEach((row, ri) => {
         r.scores[li][ri].forEach((v, j) => {
           lines.push([r.method, layer, row, q(summary.tokens[row]), j, q(summary.tokens[j]), String(v),
-            r.options.fusion, q(heads), r.method === 'raw' ? '' : r.options.alpha, r.method === 'raw' ? '' : r.options.discard ?? 0].join(','));
+            r.options.fusion, q(heads), ...residual].join(','));
         });
       });
     });

@@ -41,11 +41,11 @@ async function openPage({ width = 1280, height = 800 } = {}) {
 }
 
 /** The package's own scores computed in Node, keyed by method. */
-async function expected(bytes, name, { layer, target, fusion = 'mean', heads = null, alpha = 0.5, discard = 0 }) {
+async function expected(bytes, name, { layer, target, fusion = 'mean', heads = null, alpha = 0.5, discard = 0, receptiveField = false }) {
   const data = await loadAttention(bytes, { name });
   const out = {};
   for (const method of METHODS) {
-    const r = await compute(data, method, { layers: [layer], rows: [target], fusion, heads, alpha, discard });
+    const r = await compute(data, method, { layers: [layer], rows: [target], fusion, heads, alpha, discard, receptiveField });
     out[method] = Array.from(r.scoresFor(layer, target));
   }
   return out;
@@ -205,6 +205,38 @@ test('discard smallest: rollout and flow equal the package with the same {alpha,
   await context.close();
 });
 
+test('normalise by receptive field: rollout and flow equal the package with receptiveField; raw unchanged', { timeout: 120_000 }, async () => {
+  const { page, context, errors } = await openPage();
+  const L = 4;
+  const H = 2;
+  const n = 9;
+  const tokens = Array.from({ length: n }, (_, i) => `c${i}`);
+  const bytes = Buffer.from(toJson(tokens, randomAttention({ L, H, n, seed: 4242, causal: true }), L, H));
+  await page.setInputFiles('[data-testid="attention-file"]', { name: 'receptive.json', mimeType: 'application/json', buffer: bytes });
+  await waitDone(page, { file: 'receptive.json', layer: L, target: n - 1, count: 3 * n });
+  assert.equal(await page.isChecked('#receptive'), false, 'off by default (the paper)');
+  const before = await readCells(page);
+  await page.check('#receptive');
+  await page.waitForFunction(() => document.getElementById('strips-sub').textContent.includes('÷ receptive field'));
+  await waitDone(page, { layer: L, target: n - 1, count: 3 * n });
+  const cells = await readCells(page);
+  assertCellsEqual(cells, await expected(bytes, 'receptive.json', { layer: L, target: n - 1, receptiveField: true }), { layer: L, target: n - 1, tokens });
+  await page.screenshot({ path: `${OUT}explorer-receptive-1280x800.png` });
+  const was = new Map(before.map((c) => [`${c.method}|${c.index}`, c.value]));
+  for (const c of cells.filter((x) => x.method === 'raw')) assert.equal(c.value, was.get(`raw|${c.index}`), `raw token ${c.index} unchanged`);
+  // Position alone favours token 0 in a causal model; the normalisation lowers its share.
+  for (const method of ['rollout', 'flow']) {
+    const first = (list) => list.find((c) => c.method === method && c.index === 0).value;
+    assert.ok(first(cells) < first(before), `${method}: token 0 ${first(cells)} < ${first(before)}`);
+  }
+  await page.uncheck('#receptive');
+  await page.waitForFunction(() => !document.getElementById('strips-sub').textContent.includes('receptive'));
+  await waitDone(page, { layer: L, target: n - 1, count: 3 * n });
+  assertCellsEqual(await readCells(page), await expected(bytes, 'receptive.json', { layer: L, target: n - 1 }), { layer: L, target: n - 1, tokens });
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
 test('rollout and flow on an unseen L=2 file agree with an independent computation (1e-9)', { timeout: 60_000 }, async () => {
   const { page, context } = await openPage();
   const L = 2;
@@ -322,7 +354,7 @@ test('exports: SVG, PNG, JSON and CSV downloads hold the displayed scores', { ti
   const ri = flow.rows.indexOf(cells[0].target);
   for (const c of cells.filter((x) => x.method === 'flow')) assert.equal(flow.scores[li][ri][c.index], c.value);
   const csv = (await grab('#export-csv')).bytes.toString('utf8').trim().split('\n');
-  assert.equal(csv[0], 'method,layer,target,target_token,index,token,score,fusion,heads,alpha,discard');
+  assert.equal(csv[0], 'method,layer,target,target_token,index,token,score,fusion,heads,alpha,discard,receptive_field');
   const rollout0 = cells.find((c) => c.method === 'rollout' && c.index === 0);
   assert.ok(csv.some((line) => line.startsWith(`rollout,${layer},${rollout0.target},`) && line.includes(`,${rollout0.value},`)));
   await context.close();

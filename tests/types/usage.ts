@@ -11,6 +11,7 @@ export async function usage(bytes: Uint8Array): Promise<number> {
   const flow: Result = await compute(data, 'flow', { rows: [0], layers: 'last', alpha: 0.5 });
   const fused = await FusedAttention.create(data, { fusion: 'max', heads: [0, 2] });
   const rollout = fused.compute('rollout', { layers: 'all', onProgress: (done, total) => done < total });
+  const byPosition: boolean = fused.compute('rollout', { receptiveField: true, normalize: false }).options.receptiveField;
   const cut: Bottleneck = fused.bottleneck(fused.numLayers, 0, 1, { alpha: 1 });
   const mixed: Float64Array = fused.mixedLayer(1);
   const part: CertificateSinks = fused.certificateSinks({ layers: 'last' }, 64, 0, 64);
