@@ -355,7 +355,14 @@ async function rolloutCases() {
 
   if (selected('rollout-all-L24-n512')) {
     log('rollout-all-L24-n512: attnflow WASM');
-    const all = await timeRepeated(() => { invalidate(); return input.fused.compute('rollout', { layers: 'all', rows: 'all' }); });
+    // ROUNDS blocks and the best block's median, as for flow: each call writes a fresh 50 MB result,
+    // whose page faults (~120 ms of the ~250 ms here) and garbage collections vary from block to
+    // block by up to 100 ms; every block's median is in round_seconds.
+    const rounds = [];
+    for (let k = 0; k < ROUNDS; k++) {
+      rounds.push(await timeRepeated(() => { invalidate(); return input.fused.compute('rollout', { layers: 'all', rows: 'all' }); }));
+    }
+    const all = rounds.reduce((best, round) => (round.seconds < best.seconds ? round : best));
     const attention = new Float32Array(readFileSync(path).buffer.slice(npyHeader([shape.layers, shape.heads, n, n]).length));
     const mixed = mixedLayers(attention, shape, 0.5);
     let diff = 0;
@@ -364,7 +371,7 @@ async function rolloutCases() {
         diff = Math.max(diff, maxAbsDiff(all.last.scoresFor(layer, row), rolloutRowReference(mixed, n, layer, row)));
       }
     }
-    record({ case: 'rollout-all-L24-n512', what: 'rollout, all layers and rows, L=24,H=16,n=512', impl: 'attnflow-wasm', seconds: all.seconds, runs: all.runs, target_seconds: 0.35, met: all.seconds <= 0.35, max_abs_diff_vs_float64: diff });
+    record({ case: 'rollout-all-L24-n512', what: 'rollout, all layers and rows, L=24,H=16,n=512', impl: 'attnflow-wasm', seconds: all.seconds, round_seconds: rounds.map((round) => round.seconds), runs: rounds.flatMap((round) => round.runs), target_seconds: 0.35, met: all.seconds <= 0.35, max_abs_diff_vs_float64: diff });
 
     log('rollout-all-L24-n512: naive JS rollout (one product, extrapolated)');
     const started = performance.now();
