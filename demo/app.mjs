@@ -256,7 +256,7 @@ function buildInputControls() {
     h('strong', { class: 'input-name' }, sourceName),
     ` · ${s.format} · ${s.numLayers} layer${s.numLayers === 1 ? '' : 's'} × ${s.fused ? 'pre-fused heads' : `${s.numHeads} head${s.numHeads === 1 ? '' : 's'}`} · ${s.numTokens} tokens`,
   ];
-  if (causal) parts.push(' · ', h('span', { class: 'badge neutral', title: 'no attention above the diagonal: the default target is the last token' }, 'causal'));
+  if (causal) parts.push(' · ', h('span', { class: 'badge neutral', title: 'no attention above the diagonal: the default target is the last token, and early tokens score higher by position alone (see "Normalise by receptive field")' }, 'causal'));
   if (s.meta?.synthetic === true) parts.push(' ', h('span', { class: 'badge' }, 'synthetic'));
   ui.inputInfo.replaceChildren(...parts);
   if (s.warnings?.length) {
