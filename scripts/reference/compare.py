@@ -3,7 +3,8 @@
 
     /usr/bin/python3 scripts/reference/compare.py FILE [--methods raw,rollout,flow]
         [--fusion mean|max|min] [--heads 0,3] [--alpha A] [--discard R] [--layers last|all|1,4]
-        [--rows all|0,5] [--unnormalized] [--receptive-field] [--batch B] [--tol 1e-6] [--cli "node web/cli.mjs"]
+        [--rows all|0,5] [--unnormalized] [--receptive-field] [--batch B] [--tol 1e-6]
+        [--cli "node web/cli.mjs"]
 
 For each method it runs `node web/cli.mjs METHOD FILE <options>` (from the repository root) and
 scripts/reference/attnflow_reference.py with the same options, checks that tokens, layers, rows
