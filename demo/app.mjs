@@ -751,7 +751,8 @@ function describeBottleneck(v) {
   }[b.kind] ?? [];
   lines.push(h('p', {}, [
     `Flow from ${q(t)} at layer ${v.layer} to input ${q(j)}: `,
-    h('code', {}, fmt(b.value, 6)), ' (raw max-flow), ', h('code', {}, fmt(score, 6)), ' after normalising the row. ',
+    h('code', {}, fmt(b.value, 6)), ' (raw max-flow), ', h('code', {}, fmt(score, 6)),
+    v.receptive ? ' after normalising by receptive field and the row. ' : ' after normalising the row. ',
     ...kindText,
   ]));
   const shownCut = b.cut.slice().sort((a, c) => c.capacity - a.capacity).slice(0, 10);
