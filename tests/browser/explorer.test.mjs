@@ -222,6 +222,7 @@ test('normalise by receptive field: rollout and flow equal the package with rece
   const cells = await readCells(page);
   assertCellsEqual(cells, await expected(bytes, 'receptive.json', { layer: L, target: n - 1, receptiveField: true }), { layer: L, target: n - 1, tokens });
   await page.screenshot({ path: `${OUT}explorer-receptive-1280x800.png` });
+  assert.match(await page.textContent('#bottleneck'), /after normalising by receptive field and the row/);
   const was = new Map(before.map((c) => [`${c.method}|${c.index}`, c.value]));
   for (const c of cells.filter((x) => x.method === 'raw')) assert.equal(c.value, was.get(`raw|${c.index}`), `raw token ${c.index} unchanged`);
   // Position alone favours token 0 in a causal model; the normalisation lowers its share.
