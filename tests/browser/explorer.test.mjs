@@ -40,6 +40,13 @@ async function openPage({ width = 1280, height = 800 } = {}) {
   return { page, context, errors };
 }
 
+/** Sets the page's file input to a JSON input {tokens, attentions} as `name`; returns its bytes. */
+async function dropJson(page, name, tokens, flat, L, H) {
+  const bytes = Buffer.from(toJson(tokens, flat, L, H));
+  await page.setInputFiles('input[type="file"][data-testid="attention-file"]', { name, mimeType: 'application/json', buffer: bytes });
+  return bytes;
+}
+
 /** The package's own scores computed in Node, keyed by method. */
 async function expected(bytes, name, { layer, target, fusion = 'mean', heads = null, alpha = 0.5, discard = 0, receptiveField = false }) {
   const data = await loadAttention(bytes, { name });
@@ -100,8 +107,7 @@ test('an uploaded file: scores equal the package; switch target by click, layer,
   const H = 4;
   const n = 9;
   const tokens = ['<s>', 'A', 'never', 'seen', 'file', ',', 'with', 'tokens', '.'];
-  const bytes = Buffer.from(toJson(tokens, randomAttention({ L, H, n, seed: 424242 }), L, H));
-  await page.setInputFiles('input[type="file"][data-testid="attention-file"]', { name: 'unseen.json', mimeType: 'application/json', buffer: bytes });
+  const bytes = await dropJson(page, 'unseen.json', tokens, randomAttention({ L, H, n, seed: 424242 }), L, H);
   await waitDone(page, { file: 'unseen.json', layer: L, target: 0, count: 3 * n });
   assertCellsEqual(await readCells(page), await expected(bytes, 'unseen.json', { layer: L, target: 0 }), { layer: L, target: 0, tokens });
 
@@ -154,8 +160,7 @@ test('discard smallest: rollout and flow equal the package with the same {alpha,
   const H = 4;
   const n = 10;
   const tokens = Array.from({ length: n }, (_, i) => `d${i}`);
-  const bytes = Buffer.from(toJson(tokens, randomAttention({ L, H, n, seed: 2024, sharp: 4 }), L, H));
-  await page.setInputFiles('[data-testid="attention-file"]', { name: 'discard.json', mimeType: 'application/json', buffer: bytes });
+  const bytes = await dropJson(page, 'discard.json', tokens, randomAttention({ L, H, n, seed: 2024, sharp: 4 }), L, H);
   await waitDone(page, { file: 'discard.json', layer: L, target: 0, count: 3 * n });
   assert.equal(await page.inputValue('#discard'), '0', 'default 0 (the paper)');
   const before = await readCells(page);
@@ -211,8 +216,7 @@ test('normalise by receptive field: rollout and flow equal the package with rece
   const H = 2;
   const n = 9;
   const tokens = Array.from({ length: n }, (_, i) => `c${i}`);
-  const bytes = Buffer.from(toJson(tokens, randomAttention({ L, H, n, seed: 4242, causal: true }), L, H));
-  await page.setInputFiles('[data-testid="attention-file"]', { name: 'receptive.json', mimeType: 'application/json', buffer: bytes });
+  const bytes = await dropJson(page, 'receptive.json', tokens, randomAttention({ L, H, n, seed: 4242, causal: true }), L, H);
   await waitDone(page, { file: 'receptive.json', layer: L, target: n - 1, count: 3 * n });
   assert.equal(await page.isChecked('#receptive'), false, 'off by default (the paper)');
   const before = await readCells(page);
@@ -245,7 +249,7 @@ test('rollout and flow on an unseen L=2 file agree with an independent computati
   const n = 7;
   const tokens = Array.from({ length: n }, (_, i) => `t${i}`);
   const flat = randomAttention({ L, H, n, seed: 777, causal: true });
-  await page.setInputFiles('[data-testid="attention-file"]', { name: 'causal.json', mimeType: 'application/json', buffer: Buffer.from(toJson(tokens, flat, L, H)) });
+  await dropJson(page, 'causal.json', tokens, flat, L, H);
   // A causal input: the default target is the last token (the first one only sees itself).
   await waitDone(page, { file: 'causal.json', layer: 2, target: n - 1 });
   assert.match(await page.textContent('#input-info'), /causal/);
