@@ -85,10 +85,15 @@ void copyOut(const attnflow::Matrix& m, std::uintptr_t out) {
   outputMatrix(out, m.rows(), m.cols()) = m;
 }
 
+/// Copies rows `rows` of `m`, in that order, into `target` (rows.size() x m.cols()).
+template <typename Target>
+void gatherRows(const attnflow::Matrix& m, const std::vector<int>& rows, Target&& target) {
+  for (std::size_t i = 0; i < rows.size(); ++i) target.row(static_cast<Eigen::Index>(i)) = m.row(rows[i]);
+}
+
 /// Writes rows `rows` of `m`, in that order, to `out`.
 void copyRowsOut(const attnflow::Matrix& m, const std::vector<int>& rows, std::uintptr_t out) {
-  auto target = outputMatrix(out, static_cast<Eigen::Index>(rows.size()), m.cols());
-  for (std::size_t i = 0; i < rows.size(); ++i) target.row(static_cast<Eigen::Index>(i)) = m.row(rows[i]);
+  gatherRows(m, rows, outputMatrix(out, static_cast<Eigen::Index>(rows.size()), m.cols()));
 }
 
 /// The fused layers of one input, with the residual-mixed stack and the full rollout cached for
@@ -158,9 +163,8 @@ class Session {
               attnflow::rolloutAll(baseline(alpha), attnflow::RolloutPrecision::Double);
           for (std::size_t l = 0; l < base.size(); ++l) attnflow::divideByBaseline((*receptiveRolloutAll_)[l], base[l]);
         }
-        const attnflow::Matrix& all = receptiveRolloutAll_->at(static_cast<std::size_t>(layer - 1));
         ratio.resize(numRows, numTokens_);
-        for (int i = 0; i < numRows; ++i) ratio.row(i) = all.row(rowList[static_cast<std::size_t>(i)]);
+        gatherRows(receptiveRolloutAll_->at(static_cast<std::size_t>(layer - 1)), rowList, ratio);
       }
       if (normalize) attnflow::normalizeRows(ratio);
       copyOut(ratio, out);
