@@ -1227,11 +1227,16 @@ class FlowEngine {
       : A_(A), n_(static_cast<int>(A[0].rows())),
         colsum_(A[0].colwise().sum()), uniform_(static_cast<std::size_t>(n_), 1.0 / n_) {}
 
-  /// The middle layer run() uses for these layers and this many rows, or 0 for none: h = 3 for
-  /// every layer of a multi-layer run, so one layer's sink halves serve all.
+  /// The middle layer that run() uses for every one of these layers that uses one, with this
+  /// many rows; 0 if none does or they use different ones (then no sink values can be shared).
   static int middleLayerOf(const std::vector<int>& layers, std::size_t numRows) {
     int h = 0;
-    for (int layer : layers) h = std::max(h, middleLayer(layer, numRows, layers.size() > 1));
+    for (int layer : layers) {
+      const int own = middleLayer(layer, numRows);
+      if (own == 0) continue;
+      if (h != 0 && own != h) return 0;
+      h = own;
+    }
     return h;
   }
 
@@ -1253,15 +1258,14 @@ class FlowEngine {
   }
 
   /// Flows from (layer, r) for r in rows into out (rows.size() x n); calls tick() after each row.
-  /// shareMiddle: prefer the middle layer that other layers of the same run use too.
   /// sourceFlags: empty, or the result of sourceFlags() for these rows (then not computed again).
   template <typename Tick>
-  void run(int layer, const std::vector<int>& rows, Matrix& out, bool shareMiddle,
+  void run(int layer, const std::vector<int>& rows, Matrix& out,
            const std::vector<char>& sourceFlags, Tick tick) {
     // Built at the first row the certificate does not settle (at L=12, n=128 building it is
     // 0.1-0.2 ms, and the certificate often settles every row).
     std::unique_ptr<LayeredFlow> solver;
-    const int h = middleLayer(layer, rows.size(), shareMiddle);
+    const int h = middleLayer(layer, rows.size());
     // The sink halves are computed at the first source that passes its test: on causal inputs
     // none does (a source reaches only the tokens up to its own in the middle layer), and the
     // sink halves would cost 2% of a last-layer run at L=12, n=128 for nothing.
@@ -1299,9 +1303,9 @@ class FlowEngine {
   /// deliver the middle layer's uniform supplies), for the middle layer run() uses with these
   /// arguments; all 0 when it uses none. Needs no sink values, so a thread can do this while it
   /// waits for them.
-  std::vector<char> sourceFlags(int layer, const std::vector<int>& rows, bool shareMiddle) {
+  std::vector<char> sourceFlags(int layer, const std::vector<int>& rows) {
     std::vector<char> flags(rows.size(), 0);
-    const int h = middleLayer(layer, rows.size(), shareMiddle);
+    const int h = middleLayer(layer, rows.size());
     if (h == 0) return flags;
     const std::unique_ptr<LayeredFlow> half = sourceHalfSolver(layer, h);
     for (std::size_t q = 0; q < rows.size(); ++q) {
@@ -1321,12 +1325,16 @@ class FlowEngine {
 
   // The middle layer for the certificate, or 0 for none. It needs a few layers on each side:
   // above h for a source to spread its unit evenly, below h for even supplies to gather into
-  // one sink. On model-like inputs (bench/native/synthetic.hpp, n = 32..128) h = 3 certified
-  // every pair from layer 6 up and none below; h = layer / 2 is as good and cheaper for one
-  // layer on its own (shorter source halves).
-  static int middleLayer(int layer, std::size_t numRows, bool shareMiddle) {
+  // one sink. h = layer / 2, also when a run has several layers (layers 2h and 2h + 1 share
+  // their sink halves). A multi-layer run used to take h = 3 for every layer, so that one set of
+  // sink halves served all: on the flat synthetic inputs that certified every pair from layer 6
+  // up, but on rows as peaky as a trained model's (bench/synthetic.mjs, profile peaky) it
+  // settled few pairs of layers 8-12, which fell back to one solve each: layers 6-12 at L=12,
+  // n=128 took 2.12 s natively with h = 3 against 0.70 s with h = layer / 2 (flat inputs: 21
+  // against 26 ms); every layer 4.95 s -> 2.48 s (flat: 0.84 -> 0.76 s).
+  static int middleLayer(int layer, std::size_t numRows) {
     if (layer < 6 || numRows < 8) return 0;
-    return shareMiddle ? 3 : layer / 2;
+    return layer / 2;
   }
 
   // V_j for every sink with supplies uniform_ at layer h: node layers h..1, arcs A[h]..A[2].
@@ -1378,7 +1386,7 @@ Matrix attentionFlow(const LayerStack& A, int layer, const std::vector<int>& row
   report(progress, 0, total);
   if (rows.empty()) return out;
   FlowEngine engine(A);
-  engine.run(layer, rows, out, false, {}, [&](std::size_t q) {
+  engine.run(layer, rows, out, {}, [&](std::size_t q) {
     report(progress, (q + 1) * static_cast<std::size_t>(n), total);
   });
   return out;
@@ -1415,7 +1423,7 @@ std::vector<Matrix> attentionFlowLayers(const LayerStack& A, const std::vector<i
       const auto first = parts.sourceFlags.begin() + static_cast<std::ptrdiff_t>(k * rows.size());
       flags.assign(first, first + static_cast<std::ptrdiff_t>(rows.size()));
     }
-    engine.run(layers[k], rows, result.back(), layers.size() > 1, flags, [&](std::size_t q) {
+    engine.run(layers[k], rows, result.back(), flags, [&](std::size_t q) {
       report(progress, k * perLayer + (q + 1) * static_cast<std::size_t>(n), total);
     });
   }
@@ -1447,7 +1455,7 @@ std::vector<char> certificateSourceFlags(const LayerStack& A, const std::vector<
   std::vector<char> flags;
   FlowEngine engine(A);
   for (int layer : layers) {
-    const std::vector<char> part = engine.sourceFlags(layer, rows, layers.size() > 1);
+    const std::vector<char> part = engine.sourceFlags(layer, rows);
     flags.insert(flags.end(), part.begin(), part.end());
   }
   return flags;

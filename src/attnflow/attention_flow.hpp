@@ -35,8 +35,8 @@ struct CertificateParts {
 };
 
 /// attentionFlow for several layers (1-based, any order, repeats allowed) and the same rows in
-/// each; result[k] is rows.size() x n for layers[k]. Faster than one call per layer: the sink
-/// halves of the middle-layer certificate are shared between layers. progress counts
+/// each; result[k] is rows.size() x n for layers[k]. Faster than one call per layer: layers with
+/// the same certificate middle layer share its sink halves. progress counts
 /// (layer, row, token) problems over all layers. Throws InputError on a layer or row out of
 /// range, or on parts of the wrong size.
 std::vector<Matrix> attentionFlowLayers(const LayerStack& A, const std::vector<int>& layers,
@@ -44,9 +44,10 @@ std::vector<Matrix> attentionFlowLayers(const LayerStack& A, const std::vector<i
                                         const Progress& progress = {},
                                         const CertificateParts& parts = {});
 
-/// The certificate's middle layer for these layers and numRows rows (0 if it uses none): a share
-/// of a request split by rows must use the same one, so the shares take the smallest share's
-/// row count.
+/// The certificate's middle layer for these layers and numRows rows: 0 if none of them uses one,
+/// or if they use different ones (then sink values cannot be passed in parts). A share of a
+/// request split by rows must use the same one, so the shares take the smallest share's row
+/// count.
 int certificateMiddleLayer(const LayerStack& A, const std::vector<int>& layers,
                            std::size_t numRows);
 /// The certificate's sink values at middleLayer for sinks first..last-1.
