@@ -269,6 +269,11 @@ class Session {
     });
   }
 
+  /// Builds the residual-mixed layers now (the first computation with these options would).
+  void prepare(double alpha, double discard) {
+    guarded([&] { mixed(alpha, discard); });
+  }
+
   void mixedLayer(double alpha, double discard, int layer, std::uintptr_t out) {
     guarded([&] { copyOut(mixed(alpha, discard).at(static_cast<std::size_t>(layer - 1)), out); });
   }
@@ -339,5 +344,6 @@ EMSCRIPTEN_BINDINGS(attnflow) {
       .function("certificateSinkValues", &Session::certificateSinkValues)
       .function("certificateSourceFlags", &Session::certificateSourceFlags)
       .function("bottleneck", &Session::bottleneck)
+      .function("prepare", &Session::prepare)
       .function("mixedLayer", &Session::mixedLayer);
 }

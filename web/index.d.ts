@@ -198,6 +198,12 @@ export class FusedAttention {
   readonly numTokens: number;
   compute(method: Method, options?: ComputeOptions): Result;
   bottleneck(layer: number, row: number, token: number, options?: { alpha?: number; discard?: number }): Bottleneck;
+  /**
+   * Builds the flow graph (the residual-mixed layers) for these options now instead of at the
+   * first compute with them (rollout and flow use it): lets a caller time a computation apart
+   * from preparing its input, as the CLI's --timing does.
+   */
+  prepare(options?: { alpha?: number; discard?: number }): void;
   /** The residual-mixed matrix A[layer] (1-based) as flat n*n, for drawing the flow graph. */
   mixedLayer(layer: number, options?: { alpha?: number; discard?: number }): Float64Array;
   /**

@@ -146,6 +146,16 @@ export class FusedAttention {
     return { value, cut, kind: bottleneckKind(cut, checkedLayer, checkedRow, token) };
   }
 
+  /**
+   * Builds the flow graph (the residual-mixed layers) for these options now instead of at the
+   * first compute with them: lets a caller time a computation apart from preparing its input.
+   */
+  prepare(options = {}) {
+    const session = this.#live();
+    const { alpha, discard } = resolveCompute('rollout', { alpha: options.alpha, discard: options.discard, rows: [0] }, this);
+    call(this.#module, () => session.prepare(alpha, discard));
+  }
+
   mixedLayer(layer, options = {}) {
     const session = this.#live();
     const M = this.#module;

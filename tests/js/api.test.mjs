@@ -155,6 +155,22 @@ test('mixedLayer is rownorm(alpha F + (1 - alpha) I)', async () => {
   fused.dispose();
 });
 
+test('prepare builds the graph that compute then uses, with the same numbers bitwise', async () => {
+  const input = randomInput({ L: 7, H: 2, n: 9, seed: 12 });
+  const prepared = await FusedAttention.create(await loadAttention(input));
+  const fresh = await FusedAttention.create(await loadAttention(input));
+  for (const options of [{ alpha: 0.8 }, { alpha: 0.3, discard: 0.4 }, {}]) {
+    prepared.prepare(options);
+    for (const method of ['rollout', 'flow']) {
+      const request = { ...options, layers: 'all', rows: 'all' };
+      assert.deepEqual(prepared.compute(method, request).scores, fresh.compute(method, request).scores, `${method} ${JSON.stringify(options)}`);
+    }
+  }
+  assert.throws(() => prepared.prepare({ alpha: 2 }), (error) => error.code === 'E_OPTION' && /alpha/.test(error.message));
+  prepared.dispose();
+  fresh.dispose();
+});
+
 test('bad options are E_OPTION errors that name the option', async () => {
   const data = await loadAttention(randomInput({ L: 2, H: 3, n: 4, seed: 11 }));
   const fused = await FusedAttention.create(data);
