@@ -14,6 +14,7 @@ export async function usage(bytes: Uint8Array): Promise<number> {
   const byPosition: boolean = fused.compute('rollout', { receptiveField: true, normalize: false }).options.receptiveField;
   const cut: Bottleneck = fused.bottleneck(fused.numLayers, 0, 1, { alpha: 1 });
   const mixed: Float64Array = fused.mixedLayer(1);
+  fused.prepare({ alpha: 0.5, discard: 0.1 });
   const part: CertificateSinks = fused.certificateSinks({ layers: 'last' }, 64, 0, 64);
   fused.compute('flow', { rows: [0, 2], sinkValues: part.middleLayer ? part.values : undefined });
   const flags: Uint8Array = fused.certificateSources({ layers: 'last', rows: [0, 2] });
