@@ -28,7 +28,7 @@ export const SPEC_VERSION = 1;
  * entropy (H / ln n) 0.87 at n = 128, where the trained encoder of ../shared/examples/agreement
  * has 0.38-0.57 and 0.40-0.62 in its eight sentences (n = 8-25).
  * peaky: the same spec with larger logits, in that trained model's range: mean largest weight
- * 0.47, normalised entropy 0.47 at n = 128 (about half of each row on the sink, diagonal and
+ * 0.46, normalised entropy 0.47 at n = 128 (about half of each row on the sink, diagonal and
  * previous token). Fewer pairs meet the simple cut bounds there, so flow costs more per pair.
  */
 export const PROFILES = {
