@@ -33,8 +33,7 @@ options:
   --batch B                batch item of a Hugging Face [L][B][H][n][n] layout (default 0)
   --workers N              flow: split the work over N worker threads (same results)
   --timing                 print {"load_ms", "compute_ms"} as one JSON line on stderr: load is
-                           reading, fusing heads and building the graph (the residual mix;
-                           with --workers each worker builds it during compute)
+                           reading, fusing heads and building the graph (the residual mix)
   -h, --help               show this help`;
 
 function parseCommandLine(argv) {
@@ -129,7 +128,8 @@ async function main() {
   if (command.workers !== undefined) {
     // Each worker loads the bytes and fuses the heads itself (web/parallel.mjs).
     const { ParallelAttention } = await import('./parallel.mjs');
-    const pool = await ParallelAttention.open({ bytes, name, batch: command.batch }, { ...command.options, workers: command.workers });
+    const prepare = command.method !== 'flow' ? null : { alpha: command.options.alpha, discard: command.options.discard };
+    const pool = await ParallelAttention.open({ bytes, name, batch: command.batch }, { ...command.options, workers: command.workers, prepare });
     try {
       for (const warning of pool.warnings) process.stderr.write(`attnflow: warning: ${warning}\n`);
       const loaded = performance.now();

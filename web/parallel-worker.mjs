@@ -3,7 +3,8 @@
 // loader, fuses the heads once, then computes the shares of work it is sent.
 //
 // Protocol (main -> worker):
-//   {type:'load', bytes: Uint8Array, name?, batch?, tokens?, fusion, heads, peers: (MessagePort|null)[]}
+//   {type:'load', bytes: Uint8Array, name?, batch?, tokens?, fusion, heads, prepare: {alpha, discard} | null,
+//    peers: (MessagePort|null)[]}
 //        -> {type:'ready', summary: {tokens, numLayers, numHeads, numTokens, fused, format, warnings}}
 //        peers[p] is a channel to worker p of the pool (null at this worker's own index).
 //   {type:'compute', id, method, options: {alpha, discard, layers, rows, normalize, receptiveField},
@@ -83,6 +84,7 @@ async function handle(message) {
       }
       const data = await loadAttention(bytes, { name, batch, tokens });
       fused = await FusedAttention.create(data, data.fused ? {} : { fusion, heads });
+      if (message.prepare) fused.prepare(message.prepare);
       send({
         type: 'ready',
         summary: {

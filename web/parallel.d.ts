@@ -20,6 +20,9 @@ export interface ParallelOpenOptions extends FusionOptions {
   workers?: number;
   /** Aborting rejects with AttnflowError E_CANCELLED and terminates the workers. */
   signal?: AbortSignal;
+  /** Each worker builds the flow graph for this alpha and discard while opening
+   *  (FusedAttention.prepare), instead of at the first compute with them. */
+  prepare?: { alpha?: number; discard?: number };
 }
 
 export interface ParallelComputeOptions extends ComputeOptions {

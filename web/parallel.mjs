@@ -167,6 +167,7 @@ export class ParallelAttention {
     const { signal } = options;
     if (signal?.aborted) throw cancelled();
     const fusion = { fusion: options.fusion ?? 'mean', heads: options.heads ?? null };
+    const prepare = options.prepare ?? null;
     const slots = [];
     let onAbort;
     try {
@@ -214,7 +215,7 @@ export class ParallelAttention {
             const { bytes: shared, transfer } = messages[w];
             worker.post({
               type: 'load', bytes: shared, name: input.name, batch: input.batch, tokens: input.tokens, ...fusion,
-              peers: peers[w],
+              prepare, peers: peers[w],
             }, [...transfer, ...peers[w].filter(Boolean)]);
           }, (error) => finish(error));
         }

@@ -157,6 +157,20 @@ test('a pool computing again and again gives the same numbers each time (workers
   }
 });
 
+test('a pool that prepares the graph while opening gives the same numbers; a bad alpha there fails the open', async () => {
+  const bytes = syntheticNpy(SMALL);
+  const options = { alpha: 0.7, discard: 0.2, layers: 'all' };
+  const expected = await single(bytes, 'flow', options);
+  const pool = await ParallelAttention.open({ bytes }, { workers: 2, prepare: { alpha: 0.7, discard: 0.2 } });
+  try {
+    assertBitwiseEqual(await pool.compute('flow', options), expected);
+  } finally {
+    pool.close();
+  }
+  await assert.rejects(ParallelAttention.open({ bytes }, { workers: 2, prepare: { alpha: 1.5 } }),
+    (error) => error instanceof AttnflowError && error.code === 'E_OPTION' && /alpha/.test(error.message));
+});
+
 test('progress is monotone and reaches its total exactly once at the end', async () => {
   const bytes = syntheticNpy(SMALL);
   const calls = [];

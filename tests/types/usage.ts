@@ -23,7 +23,7 @@ export async function usage(bytes: Uint8Array): Promise<number> {
   const worker = new AttnflowWorker();
   const remote: WorkerResult = await worker.compute('raw', { rows: 'all' });
   worker.terminate();
-  const pool = await ParallelAttention.open({ bytes, name: 'x.npy' }, { workers: 2, fusion: 'mean' });
+  const pool = await ParallelAttention.open({ bytes, name: 'x.npy' }, { workers: 2, fusion: 'mean', prepare: { alpha: 0.5 } });
   const shared: Result = await pool.compute('flow', { layers: 'all', signal: new AbortController().signal });
   pool.close();
   const once: Result = await computeParallel({ bytes }, 'flow', { rows: [0], workers: 2 });
