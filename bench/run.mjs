@@ -119,6 +119,12 @@ async function ensureInput(shape, causal, profile = 'flat') {
 }
 
 const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+/** The round (a timeRepeated result) with the smallest median. */
+const bestRound = (rounds) => rounds.reduce((a, b) => (b.seconds < a.seconds ? b : a));
+/** Every round's median and every run, for the JSON record. */
+const roundsRecord = (rounds) => ({ round_seconds: rounds.map((t) => t.seconds), runs: rounds.flatMap((t) => t.runs) });
+/** The {load_ms, compute_ms} line the CLI prints on stderr with --timing, or undefined. */
+const timingLine = (stderr) => stderr.split('\n').map((line) => { try { return JSON.parse(line); } catch { return null; } }).find((v) => v && 'compute_ms' in v);
 
 /**
  * Runs `body` once as a warm-up, then repeats; returns {seconds (median), runs, last}. Short runs
@@ -252,28 +258,26 @@ async function flowCase(c, native) {
       if (result) timed.native.push(result);
     }
   }
-  const best = (list) => list.reduce((a, b) => (b.seconds < a.seconds ? b : a));
-  const roundsOf = (list) => ({ round_seconds: list.map((t) => t.seconds), runs: list.flatMap((t) => t.runs) });
-  const wasm = best(timed.wasm);
+  const wasm = bestRound(timed.wasm);
   const values = timed.wasm.at(-1).last.scores;
-  const attn = { ...common, impl: 'attnflow-wasm', seconds: wasm.seconds, ...roundsOf(timed.wasm), note: wasm.note };
+  const attn = { ...common, impl: 'attnflow-wasm', seconds: wasm.seconds, ...roundsRecord(timed.wasm), note: wasm.note };
   if (c.targetMs) Object.assign(attn, { target_seconds: c.targetMs / 1000, met: wasm.seconds <= c.targetMs / 1000 });
   record(attn);
 
   if (timed.pool.length) {
-    const par = best(timed.pool);
+    const par = bestRound(timed.pool);
     const identical = timed.pool.every((t) => t.last.scores.every((v, k) => Object.is(v, values[k])));
     record({
-      ...common, impl: 'attnflow-wasm-2workers', seconds: par.seconds, ...roundsOf(timed.pool), note: par.note,
+      ...common, impl: 'attnflow-wasm-2workers', seconds: par.seconds, ...roundsRecord(timed.pool), note: par.note,
       speedup: wasm.seconds / par.seconds, target_speedup: 1.7, met: wasm.seconds / par.seconds >= 1.7,
       bitwise_equal: identical, pool_open_seconds: input.poolOpenSeconds,
     });
   }
 
   if (timed.native.length) {
-    const result = best(timed.native);
+    const result = bestRound(timed.native);
     const ratio = wasm.seconds / result.seconds;
-    record({ ...common, impl: 'attnflow-native', seconds: result.seconds, ...roundsOf(timed.native), note: result.note, wasm_over_native: ratio, target_wasm_over_native: 1.5, met: ratio <= 1.5 });
+    record({ ...common, impl: 'attnflow-native', seconds: result.seconds, ...roundsRecord(timed.native), note: result.note, wasm_over_native: ratio, target_wasm_over_native: 1.5, met: ratio <= 1.5 });
   }
 
   // Peers, on a random sample of the pairs when they cannot do them all within the budget.
@@ -366,7 +370,7 @@ async function rolloutCases() {
     for (let k = 0; k < ROUNDS; k++) {
       rounds.push(await timeRepeated(() => { invalidate(); return input.fused.compute('rollout', { layers: 'all', rows: 'all' }); }));
     }
-    const all = rounds.reduce((best, round) => (round.seconds < best.seconds ? round : best));
+    const all = bestRound(rounds);
     const attention = new Float32Array(readFileSync(path).buffer.slice(npyHeader([shape.layers, shape.heads, n, n]).length));
     const mixed = mixedLayers(attention, shape, 0.5);
     let diff = 0;
@@ -375,7 +379,7 @@ async function rolloutCases() {
         diff = Math.max(diff, maxAbsDiff(all.last.scoresFor(layer, row), rolloutRowReference(mixed, n, layer, row)));
       }
     }
-    record({ case: 'rollout-all-L24-n512', what: 'rollout, all layers and rows, L=24,H=16,n=512', impl: 'attnflow-wasm', seconds: all.seconds, round_seconds: rounds.map((round) => round.seconds), runs: rounds.flatMap((round) => round.runs), target_seconds: 0.35, met: all.seconds <= 0.35, max_abs_diff_vs_float64: diff });
+    record({ case: 'rollout-all-L24-n512', what: 'rollout, all layers and rows, L=24,H=16,n=512', impl: 'attnflow-wasm', seconds: all.seconds, ...roundsRecord(rounds), target_seconds: 0.35, met: all.seconds <= 0.35, max_abs_diff_vs_float64: diff });
 
     log('rollout-all-L24-n512: naive JS rollout (one product, extrapolated)');
     const started = performance.now();
@@ -426,7 +430,7 @@ async function cliRowCases() {
     const runs = [];
     for (let k = 0; k < CLI_PROCESSES; k++) {
       const run = await runProcess(process.execPath, [join(ROOT, 'web', 'cli.mjs'), 'flow', path, '--rows', '0', '--timing'], { stdout: 'pipe' });
-      const timing = run.stderr.split('\n').map((line) => { try { return JSON.parse(line); } catch { return null; } }).find((v) => v && 'compute_ms' in v);
+      const timing = timingLine(run.stderr);
       if (run.code !== 0 || !timing) {
         record({ case: id, impl: 'attnflow-cli-cold', seconds: null, note: `exit ${run.code}: ${run.stderr.slice(0, 300)}` });
         runs.length = 0;
@@ -459,7 +463,7 @@ async function bigCase() {
     log(`${id}: attnflow CLI on ${(statSync(path).size / 2 ** 20).toFixed(0)} MB .npy`);
     const run = await runProcess('/usr/bin/time', ['-v', process.execPath, join(ROOT, 'web', 'cli.mjs'), ...args], { stdout: 'pipe' });
     if (id === 'big-cli-flow-row' && run.code === 0) cliRowZero = JSON.parse(run.stdout).scores[0][0];
-    const timing = run.stderr.split('\n').map((line) => { try { return JSON.parse(line); } catch { return null; } }).find((v) => v && 'compute_ms' in v);
+    const timing = timingLine(run.stderr);
     const rss = /Maximum resident set size \(kbytes\): (\d+)/.exec(run.stderr);
     const wall = /Elapsed \(wall clock\) time.*: (?:(\d+):)?(\d+):([\d.]+)/.exec(run.stderr);
     if (run.code !== 0 || !timing) {

@@ -128,6 +128,7 @@ async function main() {
   if (command.workers !== undefined) {
     // Each worker loads the bytes and fuses the heads itself (web/parallel.mjs).
     const { ParallelAttention } = await import('./parallel.mjs');
+    // Flow only: raw and rollout run whole on one worker, so the others would build it for nothing.
     const prepare = command.method !== 'flow' ? null : { alpha: command.options.alpha, discard: command.options.discard };
     const pool = await ParallelAttention.open({ bytes, name, batch: command.batch }, { ...command.options, workers: command.workers, prepare });
     try {
