@@ -3,8 +3,10 @@
 // 4-5 ms runs fall short). On bench case last-L12-n128 (every row of the last layer, L=12, H=12,
 // n=128; alpha 0.5, or --alpha) it measures in one process, in interleaved blocks:
 //   one thread  FusedAttention.compute, a fresh result array per call (as bench/run.mjs times it)
-//   pool        ParallelAttention.compute on 2 workers (web/parallel.mjs)
-//   shares      the pool's two shares without the pool: two worker threads each run their share's
+//   pool        ParallelAttention.compute on 2 workers (web/parallel.mjs), with each balance:
+//               dynamic (the workers claim rows from a shared counter; Node's default) and
+//               static (rows dealt ahead, as in a page without cross-origin isolation)
+//   shares      the static pool's two shares without the pool: two worker threads each run their share's
 //               three calls (sink values of half the sinks, source flags of half the rows, compute
 //               with both) into memory they keep, started together by an Atomics barrier, with
 //               no messages; the time is the slower share's
@@ -36,7 +38,7 @@ async function openFused(bytes) {
   return FusedAttention.create(await loadAttention(bytes, { name: 'input.npy' }));
 }
 
-/** Share `part` of 2 as web/parallel.mjs deals it: rows in snake order, sinks in halves. */
+/** Share `part` of 2 as web/parallel.mjs deals it ahead: rows in snake order, sinks in halves. */
 function share(part, n) {
   const rows = [];
   for (let k = 0; k < n; k++) if ((k % 4 === 0 || k % 4 === 3) === (part === 0)) rows.push(k);
@@ -84,7 +86,10 @@ async function main() {
   const bytes = new Uint8Array(new SharedArrayBuffer(file.byteLength));
   bytes.set(file);
   const fused = await openFused(bytes);
-  const pool = await ParallelAttention.open({ bytes, name: 'input.npy' }, { workers: 2 });
+  const pools = {
+    dynamic: await ParallelAttention.open({ bytes, name: 'input.npy' }, { workers: 2, balance: 'dynamic' }),
+    static: await ParallelAttention.open({ bytes, name: 'input.npy' }, { workers: 2, balance: 'static' }),
+  };
   const barrier = new Int32Array(new SharedArrayBuffer(4));
   const workers = [0, 1].map((part) => new Worker(new URL(import.meta.url), { workerData: { bytes, part, alpha, barrier } }));
   await Promise.all(workers.map((w) => new Promise((resolve) => w.once('message', resolve))));
@@ -98,7 +103,7 @@ async function main() {
   };
 
   const options = { alpha, layers: [fused.numLayers], rows: 'all', normalize: false };
-  const times = { single: [], pool: [], shares: [], oneShare: [] };
+  const times = { single: [], dynamic: [], static: [], shares: [], oneShare: [] };
   for (let block = 0; block <= blocks; block++) {
     const keep = block > 0;  // block 0 warms everything up
     for (let i = 0; i < CALLS; i++) {
@@ -106,10 +111,12 @@ async function main() {
       fused.compute('flow', options);
       if (keep) times.single.push(performance.now() - start);
     }
-    for (let i = 0; i < CALLS; i++) {
-      const start = performance.now();
-      await pool.compute('flow', options);
-      if (keep) times.pool.push(performance.now() - start);
+    for (const [balance, pool] of Object.entries(pools)) {
+      for (let i = 0; i < CALLS; i++) {
+        const start = performance.now();
+        await pool.compute('flow', options);
+        if (keep) times[balance].push(performance.now() - start);
+      }
     }
     const shares = await runShares(2);
     const oneShare = await runShares(1);
@@ -118,7 +125,7 @@ async function main() {
       times.oneShare.push(...oneShare);
     }
   }
-  pool.close();
+  Object.values(pools).forEach((pool) => pool.close());
   workers.forEach((w) => w.terminate());
 
   const m = Object.fromEntries(Object.entries(times).map(([key, values]) => [key, median(values)]));
@@ -126,10 +133,11 @@ async function main() {
   const lines = [
     `last layer, L=12, H=12, n=128, alpha ${alpha}: medians of ${times.single.length} calls in ${blocks} interleaved blocks`,
     `one thread             ${ms(m.single)}`,
-    `pool of 2 workers      ${ms(m.pool)}  (${(m.single / m.pool).toFixed(2)}x)`,
+    `pool, dynamic balance  ${ms(m.dynamic)}  (${(m.single / m.dynamic).toFixed(2)}x)`,
+    `pool, static balance   ${ms(m.static)}  (${(m.single / m.static).toFixed(2)}x)`,
     `the 2 shares together  ${ms(m.shares)}  (${(m.single / m.shares).toFixed(2)}x without the pool's coordination)`,
     `one share alone        ${ms(m.oneShare)}`,
-    `pool - shares          ${ms(m.pool - m.shares)}  (posting, waking, the exchange, results, the merge)`,
+    `static pool - shares   ${ms(m.static - m.shares)}  (posting, waking, the exchange, results, the merge)`,
   ];
   process.stdout.write(`${lines.join('\n')}\n`);
 }

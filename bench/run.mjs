@@ -218,7 +218,7 @@ let current = null;  // {path, fused, pool}
 async function openInput(path) {
   if (current?.path === path) return current;
   current?.fused.dispose();
-  current?.pool?.close();
+  current?.pools?.forEach((pool) => pool.close());
   const bytes = new Uint8Array(await readFile(path));
   const data = await loadAttention(bytes, { name: path });
   current = { path, bytes, fused: await FusedAttention.create(data), pool: null };
@@ -234,23 +234,29 @@ async function flowCase(c, native) {
   const total = layers.length * rows.length * n;
   const options = { alpha: c.alpha, layers, rows, normalize: false };
   const common = { case: c.id, what: c.what, pairs_total: total };
-  if (rows.length > 1 && !input.pool) {
+  if (rows.length > 1 && !input.pools) {
+    // The default pool (in Node the workers claim rows at run time) and one that deals the rows
+    // ahead, as a page without cross-origin isolation must.
     const started = performance.now();
-    input.pool = await ParallelAttention.open({ bytes: input.bytes, name: path }, { workers: 2 });
+    input.pools = [await ParallelAttention.open({ bytes: input.bytes, name: path }, { workers: 2 })];
     input.poolOpenSeconds = (performance.now() - started) / 1000;
+    input.pools.push(await ParallelAttention.open({ bytes: input.bytes, name: path }, { workers: 2, balance: 'static' }));
   }
+  const [pool, staticPool] = input.pools ?? [];
   // attnflow is timed in ROUNDS interleaved rounds (WASM, 2 workers, native, WASM, ...), each a
   // warm-up and a median; a case's figure is its best round. Noise on this VM only ever adds
   // time and comes in bursts of seconds, which one block of runs could fall into entirely while
   // the implementation it is compared with did not (a full run once put the causal one-row case
   // at 2.35 ms against 1.5-1.6 ms in every other run, and 2 workers at 1.25x instead of 1.8-1.9x).
-  const timed = { wasm: [], pool: [], native: [] };
+  const timed = { wasm: [], pool: [], staticPool: [], native: [] };
   for (let round = 0; round < ROUNDS; round++) {
     log(`${c.id}: attnflow WASM (${total} max-flows), round ${round + 1} of ${ROUNDS}`);
     timed.wasm.push(await timeRepeated(() => input.fused.compute('flow', options)));
-    if (input.pool && rows.length > 1) {
-      log(`${c.id}: attnflow WASM, 2 workers, round ${round + 1}`);
-      timed.pool.push(await timeRepeated(() => input.pool.compute('flow', options)));
+    if (pool && rows.length > 1) {
+      log(`${c.id}: attnflow WASM, 2 workers (${pool.balance} balance), round ${round + 1}`);
+      timed.pool.push(await timeRepeated(() => pool.compute('flow', options)));
+      log(`${c.id}: attnflow WASM, 2 workers (static balance), round ${round + 1}`);
+      timed.staticPool.push(await timeRepeated(() => staticPool.compute('flow', options)));
     }
     if (native) {
       log(`${c.id}: attnflow native, round ${round + 1}`);
@@ -264,13 +270,14 @@ async function flowCase(c, native) {
   if (c.targetMs) Object.assign(attn, { target_seconds: c.targetMs / 1000, met: wasm.seconds <= c.targetMs / 1000 });
   record(attn);
 
-  if (timed.pool.length) {
-    const par = bestRound(timed.pool);
-    const identical = timed.pool.every((t) => t.last.scores.every((v, k) => Object.is(v, values[k])));
+  for (const [impl, rounds, { balance }] of [['attnflow-wasm-2workers', timed.pool, pool], ['attnflow-wasm-2workers-static', timed.staticPool, staticPool]]) {
+    if (!rounds.length) continue;
+    const par = bestRound(rounds);
+    const identical = rounds.every((t) => t.last.scores.every((v, k) => Object.is(v, values[k])));
     record({
-      ...common, impl: 'attnflow-wasm-2workers', seconds: par.seconds, ...roundsRecord(timed.pool), note: par.note,
+      ...common, impl, balance, seconds: par.seconds, ...roundsRecord(rounds), note: par.note,
       speedup: wasm.seconds / par.seconds, target_speedup: 1.7, met: wasm.seconds / par.seconds >= 1.7,
-      bitwise_equal: identical, pool_open_seconds: input.poolOpenSeconds,
+      bitwise_equal: identical, pool_open_seconds: impl === 'attnflow-wasm-2workers' ? input.poolOpenSeconds : undefined,
     });
   }
 
@@ -452,7 +459,7 @@ async function bigCase() {
   const path = await ensureInput(LARGE_512, false);
   let cliRowZero = null;  // the CLI's flow scores of row 0 (last layer), to check the page's
   current?.fused.dispose();
-  current?.pool?.close();
+  current?.pools?.forEach((pool) => pool.close());
   current = null;
   for (const [id, args] of [
     ['big-cli-flow-row', ['flow', path, '--rows', '0', '--timing']],
@@ -571,13 +578,15 @@ function table(info) {
   const lines = [];
   lines.push(`machine: ${info.nproc} CPUs (${info.cpu}), ${info.memory_gb} GB, Node ${info.node}, Emscripten ${info.emscripten}, scipy ${info.scipy}, networkx ${info.networkx}; load average at start ${info.load_average.join(' ')}`);
   lines.push('');
-  const head = ['case', 'attnflow WASM', 'target', 'met', '2 workers (speedup)', 'native (WASM/native)', 'plain JS Dinic; naive JS', 'scipy Dinic; numpy', 'networkx (authors)', 'max |diff| JS / scipy'];
+  const head = ['case', 'attnflow WASM', 'target', 'met', '2 workers (speedup)', '2 workers, rows dealt ahead', 'native (WASM/native)', 'plain JS Dinic; naive JS', 'scipy Dinic; numpy', 'networkx (authors)', 'max |diff| JS / scipy'];
   const rows = [head];
   const cases = [...new Set(records.filter((r) => r.impl === 'attnflow-wasm').map((r) => r.case))];
   for (const id of cases) {
     const get = (impl) => records.find((r) => r.case === id && r.impl === impl);
     const wasm = get('attnflow-wasm');
     const par = get('attnflow-wasm-2workers');
+    const parStatic = get('attnflow-wasm-2workers-static');
+    const speedup = (r) => (r ? `${fmt(r.seconds)} (${ratio(r.speedup)}${r.met ? '' : ', < 1.7x'}${r.bitwise_equal ? '' : ', DIFFERS'})` : '');
     const nat = get('attnflow-native');
     const sample = (r) => (r.pairs_measured ? ` [${r.pairs_measured} pairs]` : ` [${r.note}]`);
     const peer = (r) => (r ? (r.seconds === null ? 'failed' : `${r.estimate ? 'est. ' : ''}${fmt(r.seconds)} (${ratio(r.ratio)})${r.estimate ? sample(r) : ''}`) : '-');
@@ -598,7 +607,7 @@ function table(info) {
       : `${sci(get('plain-js-dinic')?.max_abs_diff_vs_attnflow)} / ${sci(get('scipy-dinic')?.max_abs_diff_vs_attnflow)}`;
     rows.push([
       id, fmt(wasm.seconds), target, met,
-      par ? `${fmt(par.seconds)} (${ratio(par.speedup)}${par.met ? '' : ', < 1.7x'}${par.bitwise_equal ? '' : ', DIFFERS'})` : '',
+      speedup(par), speedup(parStatic),
       nat ? `${fmt(nat.seconds)} (${ratio(nat.wasm_over_native)}${nat.met ? '' : ', > 1.5x'})` : '',
       peer(js), peer(sp), peer(get('networkx-edmonds-karp')), diffs,
     ]);
@@ -667,7 +676,7 @@ async function main() {
     await bigCase();
   }
   current?.fused.dispose();
-  current?.pool?.close();
+  current?.pools?.forEach((pool) => pool.close());
   const seconds = (performance.now() - benchStarted) / 1000;
   if (wasmStamp() !== stampAtStart) log('warning: web/wasm/attnflow_wasm.wasm changed during the run (rebuilt by someone): numbers may mix two builds');
   log(`done in ${seconds.toFixed(0)} s`);

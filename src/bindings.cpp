@@ -8,7 +8,9 @@
 #include <emscripten/val.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <new>
 #include <optional>
 #include <string>
@@ -178,9 +180,11 @@ class Session {
   /// sinkValues: 0, or the address of the numTokens certificate sink values of this request
   /// (certificateSinkValues, computed in parts by a pool of workers); sourceFlags: 0, or the
   /// address of its numLayers x numRows certificate source flags (certificateSourceFlags, int32).
+  /// claim: undefined, or a function returning the next (layer, row) unit to compute (see
+  /// attnflow::ClaimUnit); the rows of units it does not hand out are 0.
   void flow(double alpha, double discard, std::uintptr_t layers, int numLayers, std::uintptr_t rows, int numRows,
             bool normalize, bool receptiveField, std::uintptr_t sinkValues, std::uintptr_t sourceFlags,
-            val onProgress, std::uintptr_t out) {
+            val claim, val onProgress, std::uintptr_t out) {
     guarded([&] {
       const attnflow::LayerStack& a = mixed(alpha, discard);
       const std::vector<int> layerList = intList(layers, numLayers);
@@ -203,12 +207,27 @@ class Session {
       const attnflow::CertificateParts parts{
           doubleList(sinkValues, sinkValues ? numTokens_ : 0),
           std::vector<char>(flags, flags + (sourceFlags ? numLayers * numRows : 0))};
+      attnflow::ClaimUnit claimUnit;
+      std::vector<std::size_t> claimed;  // the baseline's flow (receptiveField) takes the same units
+      if (claim.typeOf().as<std::string>() == "function") {
+        claimUnit = [&] {
+          const double u = claim().as<double>();
+          if (!(u >= 0.0) || u != std::floor(u)) {
+            throw attnflow::InputError("claim() must return a unit index, an integer >= 0 (got " + std::to_string(u) + ")");
+          }
+          constexpr std::size_t kNone = std::numeric_limits<std::size_t>::max();  // past every unit
+          claimed.push_back(u < static_cast<double>(kNone) ? static_cast<std::size_t>(u) : kNone);
+          return claimed.back();
+        };
+      }
       std::vector<attnflow::Matrix> values =
-          attnflow::attentionFlowLayers(a, layerList, rowList, progress, parts);
+          attnflow::attentionFlowLayers(a, layerList, rowList, progress, parts, claimUnit);
       if (receptiveField) {
         doneBefore = total / 2;
-        const std::vector<attnflow::Matrix> base =
-            attnflow::attentionFlowLayers(baseline(alpha), layerList, rowList, progress);
+        std::size_t replayed = 0;
+        const attnflow::ClaimUnit sameUnits = [&] { return claimed[replayed++]; };
+        const std::vector<attnflow::Matrix> base = attnflow::attentionFlowLayers(
+            baseline(alpha), layerList, rowList, progress, {}, claimUnit ? sameUnits : attnflow::ClaimUnit{});
         for (std::size_t k = 0; k < values.size(); ++k) attnflow::divideByBaseline(values[k], base[k]);
       }
       double* target = reinterpret_cast<double*>(out);

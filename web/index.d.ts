@@ -122,6 +122,15 @@ export interface ComputeOptions extends FusionOptions {
    */
   sourceFlags?: Uint8Array;
   /**
+   * Flow only, for splitting one computation over threads that balance it at run time: compute
+   * only the (layer, row) units this function hands out. It is called before each unit and
+   * returns the next one, u = k * rows.length + q for (layers[k], rows[q]), each larger than the
+   * last, or any number >= layers.length * rows.length when none is left; typically
+   * `Atomics.add` on a counter the threads share. The rows of the other units are 0 in the
+   * result; onProgress counts this call's units. Numbers are bitwise those of a whole compute.
+   */
+  claim?: () => number;
+  /**
    * FusedAttention.compute only (AttnflowWorker and ParallelAttention refuse it with E_OPTION):
    * write the scores into this array (exactly layers x rows x numTokens long) instead of a new
    * one, which then is the result's `scores`. Lets a caller reuse memory it has already written

@@ -113,9 +113,12 @@ export class FusedAttention {
             : undefined;
           const sinkValues = checkedSinkValues(options.sinkValues, n);
           const sourceFlags = checkedSourceFlags(options.sourceFlags, layers.length * rows.length);
+          if (options.claim !== undefined && typeof options.claim !== 'function') {
+            fail('E_OPTION', 'claim must be a function returning the next unit to compute');
+          }
           withInts(M, layers, (layersAddress) => withDoubles(M, sinkValues, (sinkAddress) => withInts(M, sourceFlags, (flagsAddress) => call(M, () => session.flow(
             alpha, discard, layersAddress, layers.length, rowsAddress, rows.length, normalize, receptiveField,
-            sinkValues.length ? sinkAddress : 0, sourceFlags.length ? flagsAddress : 0, onProgress, out)))));
+            sinkValues.length ? sinkAddress : 0, sourceFlags.length ? flagsAddress : 0, options.claim, onProgress, out)))));
         } else {
           layers.forEach((layer, i) => {
             const target = out + i * perLayer * 8;

@@ -4,20 +4,27 @@
 //
 // Protocol (main -> worker):
 //   {type:'load', bytes: Uint8Array, name?, batch?, tokens?, fusion, heads, prepare: {alpha, discard} | null,
-//    peers: (MessagePort|null)[]}
+//    peers: (MessagePort|null)[], counter: Int32Array on a SharedArrayBuffer | null}
 //        -> {type:'ready', summary: {tokens, numLayers, numHeads, numTokens, fused, format, warnings}}
 //        peers[p] is a channel to worker p of the pool (null at this worker's own index).
 //   {type:'compute', id, method, options: {alpha, discard, layers, rows, normalize, receptiveField},
-//    sinks?: {exchange, part, parts, shareRows, first, last}, progress: boolean}
+//    sinks?: {exchange, part, parts, shareRows, first, last}, claims: boolean, progress: boolean}
 //        -> {type:'progress', id, done, total} (flow only, if progress is wanted, throttled) ... then
-//           {type:'result', id, scores: Float64Array} (transferred)
+//           {type:'result', id, scores: Float64Array (transferred), units: Int32Array | null}
+//   {type:'spare', scores: Float64Array}: a result array handed back for reuse (no reply)
 //   any failure -> {type:'error', id?, code, message}   (code null for a non-AttnflowError)
-// With `sinks`, workers 0..parts-1 each get one share of the same request: each computes the
-// flow certificate's sink values for sinks first..last-1 (FusedAttention.certificateSinks), sends
+// With `sinks`, workers 0..parts-1 each get a part of the same request: each computes the flow
+// certificate's sink values for sinks first..last-1 (FusedAttention.certificateSinks) and sends
 // them straight to the other parts over the peer channels (worker to worker: no round trip
-// through the main thread), computes its share's certificate source flags while the others'
-// values are on the way (FusedAttention.certificateSources), and computes its share with all
-// sink values joined (compute's sinkValues and sourceFlags).
+// through the main thread), then computes its part with all sink values joined (compute's
+// sinkValues).
+// With `claims`, every part gets the whole request and computes the (layer, row) units it
+// claims from the pool's shared counter (compute's claim), so that the workers balance rows of
+// uneven cost at run time; its result has the request's full shape, with the rows of `units`
+// written. While the other parts' sink values are on the way, it readies its result array.
+// Without `claims`, each part is a share of the rows dealt ahead; while it waits, it computes
+// its share's certificate source flags (FusedAttention.certificateSources, compute's
+// sourceFlags).
 // Cancel is the main thread terminating this worker: a flow is one synchronous WebAssembly call,
 // so no message can reach the worker while it runs.
 import { FusedAttention, loadAttention } from './index.mjs';
@@ -28,12 +35,22 @@ const SPARE_MAX_VALUES = 1 << 19;  // 4 MB
 
 let fused = null;
 let peers = [];
+let counter = null;
 let send;
-// The next result's array, allocated and written while this worker is idle. A result is handed
-// over to the main thread (transferred), so each would otherwise be fresh memory, whose first
-// writes cost a page fault per 4 KB page: 0.2 ms per 64 KB in a worker thread on the 2-vCPU VMs
-// measured (glibc gives a thread's freed memory back to the system), 7% of a 3 ms pool call.
+// The next result's array, written before it is needed. A result is handed over to the main
+// thread (transferred), so each would otherwise be fresh memory, whose first writes cost a page
+// fault per 4 KB page: 0.2 ms per 64 KB in a worker thread on the 2-vCPU VMs measured (glibc
+// gives a thread's freed memory back to the system), 7% of a 3 ms pool call. With claims the
+// main thread hands back the arrays it does not keep; otherwise the worker writes a new one as
+// soon as it has sent a result.
 let spare = null;
+
+/** spare if it has `count` values, else a new array of them, written (page faults paid) now. */
+function resultArray(count) {
+  const array = spare?.length === count ? spare : new Float64Array(count).fill(0);
+  spare = null;
+  return array;
+}
 // Sink values sent by the other parts, by exchange number (one per request; a peer may get
 // there before this worker): {values: all n, filled in as parts arrive; received: parts so far;
 // wake: set while waiting}.
@@ -56,22 +73,33 @@ function receiveSinkValues({ exchange, first, values }) {
 }
 
 /**
- * The certificate parts of a share ({sinkValues, sourceFlags}, see FusedAttention.compute), or {}
- * when the request uses no certificate. This worker's slice of the sink values goes to the other
- * parts first; the source flags are computed while theirs are on the way.
+ * The certificate parts of a request's part ({sinkValues, sourceFlags?}, see
+ * FusedAttention.compute), or {} when the request uses no certificate. This worker's slice of
+ * the sink values goes to the other parts first; `meanwhile()` runs while theirs are on the way,
+ * and what it returns is merged into the parts.
  */
-async function certificateParts(options, { exchange, part, parts, shareRows, first, last }) {
+async function certificateParts(options, { exchange, part, parts, shareRows, first, last }, meanwhile) {
   const { middleLayer, values } = fused.certificateSinks(options, shareRows, first, last);
-  if (middleLayer === 0) return {};  // the same for every part: none of them waits
+  if (middleLayer === 0) return meanwhile();  // the same for every part: none of them waits
   for (let p = 0; p < parts; p++) {
     if (p !== part) peers[p].postMessage({ exchange, first, values });
   }
-  const sourceFlags = fused.certificateSources(options);
+  const extra = meanwhile();
   const entry = exchangeOf(exchange);
   entry.values.set(values, first);
   while (entry.received < parts - 1) await new Promise((resolve) => { entry.wake = resolve; });
   exchanges.delete(exchange);
-  return { sinkValues: entry.values, sourceFlags };
+  return { ...extra, sinkValues: entry.values };
+}
+
+/** A claim function for compute: the next unit from the shared counter; each unit below
+ * `count` is recorded in `units`. */
+function claimer(count, units) {
+  return () => {
+    const unit = Atomics.add(counter, 0, 1);
+    if (unit < count) units.push(unit);
+    return unit;
+  };
 }
 
 async function handle(message) {
@@ -79,6 +107,7 @@ async function handle(message) {
     if (message.type === 'load') {
       const { bytes, name, batch, tokens, fusion, heads } = message;
       peers = message.peers;
+      counter = message.counter;
       for (const port of peers) {
         if (port) port.onmessage = (event) => receiveSinkValues(event.data);
       }
@@ -97,10 +126,22 @@ async function handle(message) {
           warnings: data.warnings ?? [],
         },
       });
+    } else if (message.type === 'spare') {
+      if (message.scores.length <= SPARE_MAX_VALUES) spare = message.scores;
     } else if (message.type === 'compute') {
-      const { id, method, options, sinks, progress } = message;
+      const { id, method, options, sinks, claims, progress } = message;
       if (!fused) throw new Error('parallel worker: compute before load');
-      const certificate = sinks ? await certificateParts(options, sinks) : {};
+      const count = options.layers.length * options.rows.length * fused.numTokens;  // resolved lists
+      let into;
+      const ready = () => {
+        if (claims) {
+          into = resultArray(count);
+          return {};
+        }
+        return { sourceFlags: fused.certificateSources(options) };
+      };
+      const certificate = sinks ? await certificateParts(options, sinks, ready) : ready();
+      const units = claims ? [] : null;
       let last = -Infinity;
       const onProgress = (done, total) => {
         const now = performance.now();
@@ -109,15 +150,17 @@ async function handle(message) {
           send({ type: 'progress', id, done, total });
         }
       };
-      const count = options.layers.length * options.rows.length * fused.numTokens;  // resolved lists
-      const into = spare?.length === count ? spare : undefined;
-      spare = null;
+      if (!claims && spare?.length === count) into = resultArray(count);
       const { scores } = fused.compute(method, {
-        ...options, ...certificate, into, onProgress: progress && method === 'flow' ? onProgress : undefined,
+        ...options,
+        ...certificate,
+        into,
+        claim: claims ? claimer(options.layers.length * options.rows.length, units) : undefined,
+        onProgress: progress && method === 'flow' ? onProgress : undefined,
       });
       // Result scores are a copy out of the heap: transferring hands the buffer over.
-      send({ type: 'result', id, scores }, [scores.buffer]);
-      if (count <= SPARE_MAX_VALUES) spare = new Float64Array(count).fill(0);
+      send({ type: 'result', id, scores, units: units && Int32Array.from(units) }, [scores.buffer]);
+      if (!claims && count <= SPARE_MAX_VALUES) spare = resultArray(count);
     }
   } catch (error) {
     send({ type: 'error', id: message.id, code: error?.code ?? null, message: String(error?.message ?? error) });

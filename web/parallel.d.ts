@@ -23,6 +23,16 @@ export interface ParallelOpenOptions extends FusionOptions {
   /** Each worker builds the flow graph for this alpha and discard while opening
    *  (FusedAttention.prepare), instead of at the first compute with them. */
   prepare?: { alpha?: number; discard?: number };
+  /**
+   * How a flow over several rows is shared out. 'dynamic': every worker takes the whole request
+   * and claims (layer, row) units one at a time from a counter the workers share, so rows of
+   * uneven cost (a trained model's attention sink, a causal mask) balance themselves; it needs a
+   * SharedArrayBuffer, which Node always has and a page only when cross-origin isolated (served
+   * with COOP and COEP headers). 'static': the rows are dealt ahead in snake order. Default:
+   * 'dynamic' where available, else 'static'; asking for 'dynamic' where it is not available
+   * rejects with E_OPTION. The numbers are bitwise the same either way.
+   */
+  balance?: 'dynamic' | 'static';
 }
 
 export interface ParallelComputeOptions extends ComputeOptions {
@@ -38,9 +48,9 @@ export interface ParallelComputeOptions extends ComputeOptions {
 
 /**
  * A pool of workers that each loaded the input and fused its heads once; compute many times,
- * then close(). Flow work is split by rows (one share per worker, rows dealt in snake order,
- * every requested layer in each share); a single row over several layers is split by layers.
- * Raw and rollout run whole on one worker. Computations on one pool run one after another.
+ * then close(). Flow work over several rows is split by (layer, row) units, claimed at run time
+ * or dealt ahead (see `balance`); a single row over several layers is split by layers. Raw and
+ * rollout run whole on one worker. Computations on one pool run one after another.
  */
 export class ParallelAttention {
   /** Rejects with the loader's AttnflowError (same code and message) for a bad input. */
@@ -52,6 +62,8 @@ export class ParallelAttention {
   readonly numTokens: number;
   readonly warnings: string[];
   readonly workerCount: number;
+  /** The balance in use (see ParallelOpenOptions.balance). */
+  readonly balance: 'dynamic' | 'static';
   compute(method: Method, options?: ParallelComputeOptions): Promise<Result>;
   /** Terminates the workers, freeing their memory. Idempotent. (In Node an idle pool does not
    *  keep the process alive; a running computation does.) */

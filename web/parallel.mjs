@@ -4,7 +4,16 @@
 // code a single-threaded compute would run, and the merged result is bitwise the same.
 //
 // How work is split (flow only; raw and rollout are cheap and run whole on one worker):
-// - several rows: one share per worker, each with every requested layer, the rows dealt in snake
+// - several rows, where a SharedArrayBuffer is available (Node; a page only when cross-origin
+//   isolated): every worker gets the whole request and computes the (layer, row) units it claims
+//   from a counter they share (Atomics.add), one unit at a time, so rows of uneven cost balance
+//   themselves. On rows as peaky as a trained model's, one row whose source fails the flow
+//   certificate's test costs as much as ~25-50 others: dealt ahead, the share that held it
+//   finished last (the last layer at L=12, n=128: 1.67x on 2 workers). Each worker's result has
+//   the request's full shape; the main thread keeps the one with the most units, copies the
+//   others' rows into it, and hands their arrays back to their workers for the next call, so it
+//   never writes fresh memory itself (~0.3 ms of page faults per 128 KB on the VMs measured).
+// - several rows otherwise: one share per worker, each with every requested layer, the rows dealt in snake
 //   order (0, 1, 1, 0, 0, 1, ... for 2 workers) so that a cost growing with the row (causal
 //   inputs) evens out: the halves of the causal all-layers case at n=32 took 5.8 and 5.8 ms,
 //   against 5.6 and 6.1 ms dealt round-robin. Splitting by whole layers instead was capped near
@@ -28,6 +37,11 @@ const WORKER_URL = new URL('./parallel-worker.mjs', import.meta.url);
 
 function cancelled() {
   return new AttnflowError('E_CANCELLED', 'the computation was cancelled');
+}
+
+/** Whether workers can share a counter: SharedArrayBuffer exists and may be posted. */
+function canShareMemory() {
+  return typeof SharedArrayBuffer === 'function' && (IS_NODE || globalThis.crossOriginIsolated === true);
 }
 
 /** min(2, number of hardware threads), at least 1. */
@@ -115,10 +129,14 @@ function peerChannels(count) {
   return peers;
 }
 
-/** The shares of a resolved flow computation, as {layers, rows} tasks in dispatch order. */
-function splitWork(method, { layers, rows }, workers) {
+/**
+ * The tasks of a resolved flow computation, as {layers, rows, claims} in dispatch order: with
+ * claims, one per worker, each the whole request, whose units the workers claim at run time.
+ */
+function splitWork(method, { layers, rows }, workers, claims) {
   if (method !== 'flow' || workers === 1 || (rows.length === 1 && layers.length === 1)) return [{ layers, rows }];
   if (rows.length === 1) return [...layers].sort((a, b) => b - a).map((layer) => ({ layers: [layer], rows }));
+  if (claims) return Array.from({ length: workers }, () => ({ layers, rows, claims }));
   // Dealt like a snake draft: rows 0..W-1 to shares 0..W-1, the next W to shares W-1..0, and so
   // on, so that a cost growing with the row (causal inputs) evens out between the shares.
   const shareOf = (k) => {
@@ -131,6 +149,25 @@ function splitWork(method, { layers, rows }, workers) {
 }
 
 /**
+ * The result of a request whose units the workers claimed: the array of the worker with the
+ * most units, with the other workers' rows (n values each) copied in. The other arrays go back
+ * to their workers, to be written again by the next call.
+ */
+function joinClaimed(parts, n) {
+  parts.sort((a, b) => b.units.length - a.units.length);
+  const [{ scores }] = parts;
+  for (const { slot, scores: part, units } of parts.slice(1)) {
+    for (const unit of units) {
+      // unit k * rows + q sits at (k * rows + q) * n in a layer-major, then row-major array
+      const from = unit * n;
+      scores.set(part.subarray(from, from + n), from);
+    }
+    slot.post({ type: 'spare', scores: part }, [part.buffer]);
+  }
+  return scores;
+}
+
+/**
  * Attention data loaded and fused in a pool of workers, ready to compute many times (the
  * parallel twin of FusedAttention). Close it when done to free the workers' memory; an idle pool
  * does not keep Node alive.
@@ -138,13 +175,16 @@ function splitWork(method, { layers, rows }, workers) {
 export class ParallelAttention {
   #workers;
   #fusion;
+  #counter;  // Int32Array on a SharedArrayBuffer, shared with the workers, or null
   #closed = false;
   #busy = Promise.resolve();
   #nextId = 0;  // task ids are unique over the pool's life, so a late message is never mistaken
 
-  constructor(workers, summary, fusion) {
+  constructor(workers, summary, fusion, counter) {
     this.#workers = workers;
     this.#fusion = fusion;
+    this.#counter = counter;
+    this.balance = counter ? 'dynamic' : 'static';
     this.tokens = summary.tokens;
     this.numLayers = summary.numLayers;
     this.numHeads = summary.numHeads;
@@ -168,6 +208,14 @@ export class ParallelAttention {
     if (signal?.aborted) throw cancelled();
     const fusion = { fusion: options.fusion ?? 'mean', heads: options.heads ?? null };
     const prepare = options.prepare ?? null;
+    const balance = options.balance ?? (canShareMemory() ? 'dynamic' : 'static');
+    if (balance !== 'dynamic' && balance !== 'static') {
+      fail('E_OPTION', `balance must be 'dynamic' or 'static' (got ${JSON.stringify(options.balance)})`);
+    }
+    if (balance === 'dynamic' && !canShareMemory()) {
+      fail('E_OPTION', "balance 'dynamic' needs a SharedArrayBuffer, which a page has only when cross-origin isolated (COOP and COEP headers); use 'static'");
+    }
+    const counter = balance === 'dynamic' && count > 1 ? new Int32Array(new SharedArrayBuffer(4)) : null;
     const slots = [];
     let onAbort;
     try {
@@ -197,7 +245,7 @@ export class ParallelAttention {
               if (++ready === count) {
                 settled = true;
                 slots.forEach((s) => s.hold(false));
-                resolve(new ParallelAttention(slots, summary, fusion));
+                resolve(new ParallelAttention(slots, summary, fusion, counter));
               }
             } else if (message.type === 'error') {
               finish(message.code ? new AttnflowError(message.code, message.message) : new Error(message.message));
@@ -215,7 +263,7 @@ export class ParallelAttention {
             const { bytes: shared, transfer } = messages[w];
             worker.post({
               type: 'load', bytes: shared, name: input.name, batch: input.batch, tokens: input.tokens, ...fusion,
-              prepare, peers: peers[w],
+              prepare, peers: peers[w], counter,
             }, [...transfer, ...peers[w].filter(Boolean)]);
           }, (error) => finish(error));
         }
@@ -242,11 +290,13 @@ export class ParallelAttention {
     const resolved = resolveCompute(method, options, this);
     const { alpha, discard, layers, rows, normalize, receptiveField } = resolved;
     const n = this.numTokens;
-    const tasks = splitWork(method, resolved, this.#workers.length);
-    // Shares of rows over the same layers, one per worker, share the flow certificate's per-sink
+    const tasks = splitWork(method, resolved, this.#workers.length, this.#counter !== null);
+    const claims = Boolean(tasks[0].claims);
+    // Parts of rows over the same layers, one per worker, share the flow certificate's per-sink
     // work: worker w computes the sink values of slice w and sends it to the others.
     const sharesSinks = method === 'flow' && tasks.length > 1 && tasks.every((task) => task.layers === layers);
     const shareRows = Math.min(...tasks.map((task) => task.rows.length));
+    if (claims) Atomics.store(this.#counter, 0, 0);
     const firstId = this.#nextId;
     this.#nextId += tasks.length;
     const total = layers.length * rows.length * n;
@@ -269,6 +319,7 @@ export class ParallelAttention {
         let finished = 0;
         let settled = false;
         let scores;  // allocated at the first result, not before the workers have their tasks
+        const claimed = [];  // with claims: per worker, {slot, scores, units}
         this.#workers.forEach((slot) => slot.hold(true));
         const finish = (error) => {
           if (settled) return;
@@ -279,6 +330,7 @@ export class ParallelAttention {
             reject(error);
             return;
           }
+          if (claims) scores = joinClaimed(claimed, n);
           if (onProgress && method === 'flow') onProgress(total, total);
           resolve(new Result({
             method, tokens: this.tokens, layers, rows, scores,
@@ -308,8 +360,12 @@ export class ParallelAttention {
             } else if (message.id !== id) {
               // a late message of an earlier task: ignore
             } else if (message.type === 'progress') {
+              // With claims, a worker counts its own units against the whole request.
               shareDone[t] = (task.layers.length * task.rows.length * n * message.done) / message.total;
               report();
+            } else if (message.type === 'result' && claims) {
+              claimed.push({ slot, scores: message.scores, units: message.units });
+              if (++finished === tasks.length) finish(null);
             } else if (message.type === 'result') {
               const { scores: part } = message;
               scores ??= new Float64Array(layers.length * rows.length * n);
@@ -330,7 +386,7 @@ export class ParallelAttention {
             : undefined;
           slot.post({
             type: 'compute', id, method, options: { alpha, discard, layers: task.layers, rows: task.rows, normalize, receptiveField },
-            sinks, progress: Boolean(onProgress),
+            sinks, claims, progress: Boolean(onProgress),
           });
         };
         // With sinks shared, task t goes to worker t (its peers expect it there); tasks.length

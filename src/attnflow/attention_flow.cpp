@@ -1257,11 +1257,12 @@ class FlowEngine {
     return v;
   }
 
-  /// Flows from (layer, r) for r in rows into out (rows.size() x n); calls tick() after each row.
-  /// sourceFlags: empty, or the result of sourceFlags() for these rows (then not computed again).
-  template <typename Tick>
+  /// Flows from (layer, rows[q]) into row q of out (rows.size() x n) for each q that nextRow()
+  /// gives (it returns -1 when done); calls tick() after each row. sourceFlags: empty, or the
+  /// result of sourceFlags() for these rows (then not computed again).
+  template <typename NextRow, typename Tick>
   void run(int layer, const std::vector<int>& rows, Matrix& out,
-           const std::vector<char>& sourceFlags, Tick tick) {
+           const std::vector<char>& sourceFlags, NextRow nextRow, Tick tick) {
     // Built at the first row the certificate does not settle (at L=12, n=128 building it is
     // 0.1-0.2 ms, and the certificate often settles every row).
     std::unique_ptr<LayeredFlow> solver;
@@ -1273,7 +1274,8 @@ class FlowEngine {
     std::unique_ptr<LayeredFlow> sourceHalf;
     if (h > 0 && sourceFlags.empty()) sourceHalf = sourceHalfSolver(layer, h);
     std::vector<char> known(static_cast<std::size_t>(n_));
-    for (std::size_t q = 0; q < rows.size(); ++q) {
+    for (std::ptrdiff_t next = nextRow(); next >= 0; next = nextRow()) {
+      const auto q = static_cast<std::size_t>(next);
       double* row = out.row(static_cast<Index>(q)).data();
       const int r = rows[q];
       std::fill(known.begin(), known.end(), 0);
@@ -1386,19 +1388,38 @@ Matrix attentionFlow(const LayerStack& A, int layer, const std::vector<int>& row
   report(progress, 0, total);
   if (rows.empty()) return out;
   FlowEngine engine(A);
-  engine.run(layer, rows, out, {}, [&](std::size_t q) {
-    report(progress, (q + 1) * static_cast<std::size_t>(n), total);
-  });
+  std::size_t next = 0;
+  engine.run(
+      layer, rows, out, {},
+      [&]() { return next < rows.size() ? static_cast<std::ptrdiff_t>(next++) : -1; },
+      [&](std::size_t q) { report(progress, (q + 1) * static_cast<std::size_t>(n), total); });
   return out;
 }
 
 std::vector<Matrix> attentionFlowLayers(const LayerStack& A, const std::vector<int>& layers,
                                         const std::vector<int>& rows, const Progress& progress,
-                                        const CertificateParts& parts) {
+                                        const CertificateParts& parts, const ClaimUnit& claim) {
   const int n = checkLayersRequest(A, layers, rows);
-  const std::size_t perLayer = rows.size() * static_cast<std::size_t>(n);
-  const std::size_t total = layers.size() * perLayer;
+  const std::size_t numUnits = layers.size() * rows.size();
+  const std::size_t total = numUnits * static_cast<std::size_t>(n);
   report(progress, 0, total);
+  // The unit to compute next: claimed (claim() hands out units in increasing order) or simply
+  // the next one; numUnits when none is left.
+  std::size_t sequential = 0;
+  std::size_t unit = 0;
+  std::size_t unitsDone = 0;
+  const auto claimNext = [&] {
+    if (!claim) return sequential < numUnits ? sequential++ : numUnits;
+    const std::size_t claimed = claim();
+    if (claimed >= numUnits) return numUnits;
+    if (claimed < unit + (unitsDone > 0 ? 1 : 0)) {
+      throw InputError("attention flow: claimed unit " + std::to_string(claimed) +
+                       " does not come after unit " + std::to_string(unit) +
+                       "; units must be claimed in increasing order");
+    }
+    return claimed;
+  };
+  unit = claimNext();
   std::vector<Matrix> result;
   FlowEngine engine(A);
   if (!parts.sinkValues.empty()) {
@@ -1418,14 +1439,21 @@ std::vector<Matrix> attentionFlowLayers(const LayerStack& A, const std::vector<i
   std::vector<char> flags;
   for (std::size_t k = 0; k < layers.size(); ++k) {
     result.emplace_back(static_cast<Index>(rows.size()), n);
-    if (rows.empty()) continue;
+    // Rows another thread claims stay 0 here.
+    if (claim) result.back().setZero();
+    const std::size_t end = (k + 1) * rows.size();  // units of this layer: k * rows.size() .. end-1
+    if (unit >= end) continue;
     if (!parts.sourceFlags.empty()) {
       const auto first = parts.sourceFlags.begin() + static_cast<std::ptrdiff_t>(k * rows.size());
       flags.assign(first, first + static_cast<std::ptrdiff_t>(rows.size()));
     }
-    engine.run(layers[k], rows, result.back(), flags, [&](std::size_t q) {
-      report(progress, k * perLayer + (q + 1) * static_cast<std::size_t>(n), total);
-    });
+    engine.run(
+        layers[k], rows, result.back(), flags,
+        [&]() { return unit < end ? static_cast<std::ptrdiff_t>(unit - k * rows.size()) : -1; },
+        [&](std::size_t) {
+          report(progress, ++unitsDone * static_cast<std::size_t>(n), total);
+          unit = claimNext();
+        });
   }
   return result;
 }

@@ -34,15 +34,23 @@ struct CertificateParts {
   std::vector<char> sourceFlags;
 };
 
+/// For a request split over threads at run time: returns the next unclaimed unit
+/// u = k * rows.size() + q, which stands for (layers[k], rows[q]), or any u >= layers.size() *
+/// rows.size() when none is left. Each thread computes the units it claims, so threads balance
+/// rows of uneven cost themselves (typically a counter shared by the threads).
+using ClaimUnit = std::function<std::size_t()>;
+
 /// attentionFlow for several layers (1-based, any order, repeats allowed) and the same rows in
 /// each; result[k] is rows.size() x n for layers[k]. Faster than one call per layer: layers with
-/// the same certificate middle layer share its sink halves. progress counts
-/// (layer, row, token) problems over all layers. Throws InputError on a layer or row out of
-/// range, or on parts of the wrong size.
+/// the same certificate middle layer share its sink halves. progress counts the (layer, row,
+/// token) problems done by this call over all layers of the request. With claim, only the units
+/// it hands out are computed (in increasing order, else InputError), and the other rows are 0.
+/// Throws InputError on a layer or row out of range, or on parts of the wrong size.
 std::vector<Matrix> attentionFlowLayers(const LayerStack& A, const std::vector<int>& layers,
                                         const std::vector<int>& rows,
                                         const Progress& progress = {},
-                                        const CertificateParts& parts = {});
+                                        const CertificateParts& parts = {},
+                                        const ClaimUnit& claim = {});
 
 /// The certificate's middle layer for these layers and numRows rows: 0 if none of them uses one,
 /// or if they use different ones (then sink values cannot be passed in parts). A share of a

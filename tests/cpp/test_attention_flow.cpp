@@ -3,8 +3,10 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "../../bench/native/synthetic.hpp"
@@ -566,4 +568,106 @@ TEST_CASE("attention flow: rows split in shares with certificate sink values com
   CHECK_THROWS_AS(attnflow::certificateSourceFlags(B, {9}, {0}), attnflow::InputError);
   CHECK_THROWS_AS(attnflow::certificateSinkValues(B, 4, 5, 21), attnflow::InputError);
   CHECK_THROWS_AS(attnflow::certificateSinkValues(B, 9, 0, 20), attnflow::InputError);
+}
+
+TEST_CASE("attention flow: units claimed at run time by several callers give the same numbers, "
+          "bitwise, and every unit once") {
+  // What web/parallel.mjs does where a shared counter is available: each worker computes the
+  // (layer, row) units it claims. Here the claims are dealt ahead in runs of random length, so
+  // that each caller sees gaps of every size, and also taken from an atomic counter by threads.
+  struct Case {
+    std::vector<int> layers;
+    attnflow::synthetic::Shape shape;
+    double alpha;
+  };
+  const Case cases[] = {{{12}, {12, 4, 40, 5, false}, 0.5},
+                        {{12}, {12, 4, 40, 5, true}, 0.5},
+                        {{7, 6, 3}, {12, 4, 32, 6, false}, 1.0},
+                        {{8, 2, 8}, {8, 2, 24, 9, false}, 0.5}};
+  std::mt19937 rng(7);
+  for (const Case& c : cases) {
+    const LayerStack A = attnflow::synthetic::mixedStack(c.shape, c.alpha);
+    const int n = c.shape.tokens;
+    const std::size_t numRows = static_cast<std::size_t>(n) - 3;
+    std::vector<int> rows = allRows(n);
+    rows.resize(numRows);
+    std::reverse(rows.begin(), rows.end());  // any order
+    const std::size_t numUnits = c.layers.size() * numRows;
+    const std::vector<Matrix> whole = attnflow::attentionFlowLayers(A, c.layers, rows);
+    const auto checkJoined = [&](const std::vector<std::vector<Matrix>>& parts,
+                                 const std::vector<int>& owner) {
+      for (std::size_t u = 0; u < numUnits; ++u) {
+        const std::size_t k = u / numRows;
+        const auto q = static_cast<Eigen::Index>(u % numRows);
+        for (std::size_t p = 0; p < parts.size(); ++p) {
+          for (int j = 0; j < n; ++j) {
+            const double expected = owner[u] == static_cast<int>(p) ? whole[k](q, j) : 0.0;
+            CHECK(parts[p][k](q, j) == expected);
+          }
+        }
+      }
+    };
+
+    // Dealt ahead: owner[u] is the caller that claims unit u.
+    std::vector<int> owner(numUnits);
+    for (std::size_t u = 0; u < numUnits;) {
+      const int who = static_cast<int>(rng() % 3);
+      for (std::size_t run = 1 + rng() % 9; run > 0 && u < numUnits; --run) owner[u++] = who;
+    }
+    std::vector<std::vector<Matrix>> parts;
+    for (int p = 0; p < 3; ++p) {
+      std::size_t next = 0;
+      std::size_t reported = 0;
+      parts.push_back(attnflow::attentionFlowLayers(
+          A, c.layers, rows, [&](std::size_t done, std::size_t total) {
+            CHECK(total == numUnits * static_cast<std::size_t>(n));
+            reported = done;
+            return true;
+          },
+          {}, [&] {
+            while (next < numUnits && owner[next] != p) ++next;
+            return next < numUnits ? next++ : numUnits + 5;
+          }));
+      const auto own = static_cast<std::size_t>(std::count(owner.begin(), owner.end(), p));
+      CHECK(reported == own * static_cast<std::size_t>(n));  // progress counts this caller's units
+    }
+    checkJoined(parts, owner);
+
+    // Threads taking units from a shared counter, with the certificate's sink values computed
+    // ahead in parts as the pool does.
+    const int h = attnflow::certificateMiddleLayer(A, c.layers, numRows);
+    attnflow::CertificateParts certificate;
+    if (h > 0) {
+      certificate.sinkValues = attnflow::certificateSinkValues(A, h, 0, n / 2);
+      const std::vector<double> rest = attnflow::certificateSinkValues(A, h, n / 2, n);
+      certificate.sinkValues.insert(certificate.sinkValues.end(), rest.begin(), rest.end());
+    }
+    std::atomic<std::size_t> counter{0};
+    std::vector<int> threadOwner(numUnits, -1);
+    std::vector<std::vector<Matrix>> threadParts(2);
+    std::vector<std::thread> threads;
+    for (int p = 0; p < 2; ++p) {
+      threads.emplace_back([&, p] {
+        threadParts[static_cast<std::size_t>(p)] = attnflow::attentionFlowLayers(
+            A, c.layers, rows, {}, certificate, [&] {
+              const std::size_t u = counter.fetch_add(1);
+              if (u < numUnits) threadOwner[u] = p;  // each u is handed to one thread only
+              return u;
+            });
+      });
+    }
+    for (std::thread& thread : threads) thread.join();
+    CHECK(std::count(threadOwner.begin(), threadOwner.end(), -1) == 0);
+    checkJoined(threadParts, threadOwner);
+  }
+
+  // Units must come in increasing order.
+  const LayerStack B = attnflow::synthetic::mixedStack({8, 2, 20, 3, false}, 0.5);
+  for (const std::vector<std::size_t>& claims :
+       {std::vector<std::size_t>{3, 2}, std::vector<std::size_t>{3, 3}, std::vector<std::size_t>{25, 4}}) {
+    std::size_t k = 0;
+    CHECK_THROWS_AS(attnflow::attentionFlowLayers(B, {8, 5}, allRows(20), {}, {},
+                                                  [&] { return k < claims.size() ? claims[k++] : 40; }),
+                    attnflow::InputError);
+  }
 }

@@ -8,6 +8,9 @@ import { computeParallel, ParallelAttention } from '../../web/parallel.mjs';
 import { npyHeader, syntheticNpy } from '../../bench/synthetic.mjs';
 
 const SMALL = { layers: 5, heads: 3, tokens: 12, seed: 11 };
+// dynamic: the workers claim (layer, row) units from a shared counter (Node's default);
+// static: rows dealt ahead (a page that is not cross-origin isolated).
+const BALANCES = ['dynamic', 'static'];
 const CAUSAL = { layers: 4, heads: 2, tokens: 10, seed: 5, causal: true };
 
 async function single(bytes, method, options) {
@@ -47,8 +50,10 @@ test('flow over several layers (rows split) equals single-threaded compute bitwi
     ]) {
       const expected = await single(bytes, 'flow', options);
       for (const workers of [2, 3]) {
-        const actual = await computeParallel({ bytes, name: 'x.npy' }, 'flow', { ...options, workers });
-        assertBitwiseEqual(actual, expected);
+        for (const balance of BALANCES) {
+          const actual = await computeParallel({ bytes, name: 'x.npy' }, 'flow', { ...options, workers, balance });
+          assertBitwiseEqual(actual, expected);
+        }
       }
     }
   }
@@ -60,8 +65,10 @@ test('flow of one layer (rows split) equals single-threaded compute bitwise, als
     for (const options of [{}, { rows: [3, 1, 2], normalize: false }, { layers: [2], alpha: 0.2 }, { rows: [5] }]) {
       const expected = await single(bytes, 'flow', options);
       for (const workers of [1, 2, 3]) {
-        const actual = await computeParallel({ bytes: bytes.buffer }, 'flow', { ...options, workers });
-        assertBitwiseEqual(actual, expected);
+        for (const balance of BALANCES) {
+          const actual = await computeParallel({ bytes: bytes.buffer }, 'flow', { ...options, workers, balance });
+          assertBitwiseEqual(actual, expected);
+        }
       }
     }
   }
@@ -81,8 +88,10 @@ test('flow whose certificate sink values are computed in parts by the workers eq
         const expected = fused.compute('flow', options);
         if (!options.layers) assert.ok(fused.certificateSinks(options, 8, 0, shape.tokens).middleLayer > 0, 'the certificate is used');
         for (const workers of [2, 3]) {
-          const actual = await computeParallel({ bytes, name: 'x.npy' }, 'flow', { ...options, workers });
-          assertBitwiseEqual(actual, expected);
+          for (const balance of BALANCES) {
+            const actual = await computeParallel({ bytes, name: 'x.npy' }, 'flow', { ...options, workers, balance });
+            assertBitwiseEqual(actual, expected);
+          }
         }
       }
       // The parts a pool would join give the same numbers through the public option too.
@@ -111,6 +120,31 @@ test('flow whose certificate sink values are computed in parts by the workers eq
       assert.throws(() => fused.compute('flow', { rows, sourceFlags: sourceFlags.map(() => 2) }), { code: 'E_OPTION' });
       assert.throws(() => fused.compute('flow', { rows: [0], sinkValues }), { code: 'E_INPUT', message: /certificate sink values given; this request takes none/ });
       assert.throws(() => fused.certificateSinks({}, 12, 5, 25), { code: 'E_OPTION' });
+
+      // Units claimed by two callers, as the workers of a dynamic pool do: joined, bitwise the
+      // whole computation, and every other row 0.
+      const request = { layers: [shape.layers, 6], rows, sinkValues: undefined };
+      const all = fused.compute('flow', request).scores;
+      const numUnits = 2 * rows.length;
+      const joined = new Float64Array(all.length);
+      for (const mine of [(u) => u % 3 === 0, (u) => u % 3 !== 0]) {
+        let next = 0;
+        const claim = () => {
+          while (next < numUnits && !mine(next)) next++;
+          return next++;
+        };
+        const part = fused.compute('flow', { ...request, claim }).scores;
+        for (let u = 0; u < numUnits; u++) {
+          const row = part.subarray(u * 24, (u + 1) * 24);
+          if (mine(u)) joined.set(row, u * 24);
+          else assert.ok(row.every((v) => v === 0), `unit ${u} was not claimed and is 0`);
+        }
+      }
+      assert.deepEqual(joined, all);
+      assert.throws(() => fused.compute('flow', { rows, claim: 5 }), { code: 'E_OPTION', message: /claim must be a function/ });
+      assert.throws(() => fused.compute('flow', { rows, claim: () => -1 }), { code: 'E_INPUT', message: /claim\(\) must return a unit index/ });
+      let back = 3;
+      assert.throws(() => fused.compute('flow', { rows, claim: () => back-- }), { code: 'E_INPUT', message: /units must be claimed in increasing order/ });
     } finally {
       fused.dispose();
     }
@@ -137,23 +171,29 @@ test('raw and rollout go through the pool unchanged; scoresFor and toJSON work',
 });
 
 test('a pool computing again and again gives the same numbers each time (workers reuse result memory)', async () => {
-  // Each worker writes its next result of the same size into memory kept from the last one.
+  // Each worker writes its next result of the same size into memory kept from the last one (or,
+  // balanced dynamically, handed back by the main thread): a result the caller holds must never
+  // be written again, so every result is checked after all later ones, whose numbers differ.
   const shape = { layers: 8, heads: 2, tokens: 24, seed: 5 };
   const bytes = syntheticNpy(shape);
-  const pool = await ParallelAttention.open({ bytes, name: 'x.npy' }, { workers: 2 });
-  try {
-    const requests = [{ alpha: 0.5 }, { alpha: 1 }, { alpha: 0.5, rows: [3, 1, 4] }, { alpha: 0.7 }, { alpha: 0.7, layers: 'all' }];
-    for (const options of requests) {
-      const expected = await single(bytes, 'flow', options);
-      const first = await pool.compute('flow', options);
-      const again = await pool.compute('flow', options);
-      assertBitwiseEqual(first, expected);
-      assertBitwiseEqual(again, expected);
-      assert.notEqual(again.scores.buffer, first.scores.buffer);
+  for (const balance of BALANCES) {
+    const pool = await ParallelAttention.open({ bytes, name: 'x.npy' }, { workers: 2, balance });
+    try {
+      assert.equal(pool.balance, balance);
+      const requests = [{ alpha: 0.5 }, { alpha: 1 }, { alpha: 0.5, rows: [3, 1, 4] }, { alpha: 0.7 }, { alpha: 0.7, layers: 'all' }, { alpha: 0.2 }];
+      const held = [];
+      for (const options of requests) {
+        const expected = await single(bytes, 'flow', options);
+        const first = await pool.compute('flow', options);
+        const again = await pool.compute('flow', options);
+        assert.notEqual(again.scores.buffer, first.scores.buffer);
+        held.push([first, expected], [again, expected]);
+      }
+      for (const [actual, expected] of held) assertBitwiseEqual(actual, expected);
+      await assert.rejects(pool.compute('flow', { into: new Float64Array(24 * 24) }), { code: 'E_OPTION', message: /into works with FusedAttention.compute only/ });
+    } finally {
+      pool.close();
     }
-    await assert.rejects(pool.compute('flow', { into: new Float64Array(24 * 24) }), { code: 'E_OPTION', message: /into works with FusedAttention.compute only/ });
-  } finally {
-    pool.close();
   }
 });
 
@@ -173,19 +213,21 @@ test('a pool that prepares the graph while opening gives the same numbers; a bad
 
 test('progress is monotone and reaches its total exactly once at the end', async () => {
   const bytes = syntheticNpy(SMALL);
-  const calls = [];
-  const result = await computeParallel({ bytes }, 'flow', {
-    layers: 'all', workers: 2, onProgress: (done, total) => { calls.push([done, total]); },
-  });
-  const total = SMALL.layers * SMALL.tokens * SMALL.tokens;
-  assert.ok(calls.length >= 1);
-  for (let k = 0; k < calls.length; k++) {
-    assert.equal(calls[k][1], total);
-    if (k > 0) assert.ok(calls[k][0] >= calls[k - 1][0], `progress went back at call ${k}`);
-    assert.equal(calls[k][0] === total, k === calls.length - 1, `done === total only at the last call (${k})`);
+  for (const balance of BALANCES) {
+    const calls = [];
+    const result = await computeParallel({ bytes }, 'flow', {
+      layers: 'all', workers: 2, balance, onProgress: (done, total) => { calls.push([done, total]); },
+    });
+    const total = SMALL.layers * SMALL.tokens * SMALL.tokens;
+    assert.ok(calls.length >= 1);
+    for (let k = 0; k < calls.length; k++) {
+      assert.equal(calls[k][1], total);
+      if (k > 0) assert.ok(calls[k][0] >= calls[k - 1][0], `progress went back at call ${k}`);
+      assert.equal(calls[k][0] === total, k === calls.length - 1, `done === total only at the last call (${k})`);
+    }
+    assert.deepEqual(calls.at(-1), [total, total]);
+    assert.equal(result.scores.length, total);
   }
-  assert.deepEqual(calls.at(-1), [total, total]);
-  assert.equal(result.scores.length, total);
 });
 
 test('abort rejects with E_CANCELLED and closes the pool', async () => {
@@ -248,5 +290,6 @@ test('invalid options are refused with E_OPTION', async () => {
   await assert.rejects(computeParallel({ bytes }, 'flow', { rows: [SMALL.tokens] }), (error) => error.code === 'E_OPTION');
   await assert.rejects(computeParallel({ bytes }, 'flow', { heads: [7] }), (error) => error.code === 'E_OPTION');
   await assert.rejects(computeParallel({ bytes }, 'flow', { workers: 0 }), (error) => error.code === 'E_OPTION');
+  await assert.rejects(computeParallel({ bytes }, 'flow', { balance: 'even' }), { code: 'E_OPTION', message: /balance must be 'dynamic' or 'static'/ });
   await assert.rejects(computeParallel({ bytes: [1, 2, 3] }, 'flow', {}), (error) => error.code === 'E_INPUT');
 });

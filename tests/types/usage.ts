@@ -19,16 +19,19 @@ export async function usage(bytes: Uint8Array): Promise<number> {
   fused.compute('flow', { rows: [0, 2], sinkValues: part.middleLayer ? part.values : undefined });
   const flags: Uint8Array = fused.certificateSources({ layers: 'last', rows: [0, 2] });
   fused.compute('flow', { rows: [0, 2], sourceFlags: flags, into: new Float64Array(2 * fused.numTokens) });
+  const counter = new Int32Array(new SharedArrayBuffer(4));
+  fused.compute('flow', { rows: 'all', claim: () => Atomics.add(counter, 0, 1) });
   fused.dispose();
   const worker = new AttnflowWorker();
   const remote: WorkerResult = await worker.compute('raw', { rows: 'all' });
   worker.terminate();
-  const pool = await ParallelAttention.open({ bytes, name: 'x.npy' }, { workers: 2, fusion: 'mean', prepare: { alpha: 0.5 } });
+  const pool = await ParallelAttention.open({ bytes, name: 'x.npy' }, { workers: 2, fusion: 'mean', prepare: { alpha: 0.5 }, balance: 'static' });
+  const balance: 'dynamic' | 'static' = pool.balance;
   const shared: Result = await pool.compute('flow', { layers: 'all', signal: new AbortController().signal });
   pool.close();
   const once: Result = await computeParallel({ bytes }, 'flow', { rows: [0], workers: 2 });
   try {
-    return flow.scoresFor(flow.layers[0], 0)[0] + rollout.scores[0] + cut.value + mixed[0] + remote.numTokens + shared.numTokens + once.numTokens;
+    return flow.scoresFor(flow.layers[0], 0)[0] + rollout.scores[0] + cut.value + mixed[0] + remote.numTokens + shared.numTokens + once.numTokens + balance.length;
   } catch (error) {
     if (error instanceof AttnflowError && error.code === 'E_OPTION') return -1;
     throw error;
