@@ -270,8 +270,9 @@ async function flowCase(c, native) {
   if (c.targetMs) Object.assign(attn, { target_seconds: c.targetMs / 1000, met: wasm.seconds <= c.targetMs / 1000 });
   record(attn);
 
-  for (const [impl, rounds, { balance }] of [['attnflow-wasm-2workers', timed.pool, pool], ['attnflow-wasm-2workers-static', timed.staticPool, staticPool]]) {
+  for (const [impl, rounds, timedPool] of [['attnflow-wasm-2workers', timed.pool, pool], ['attnflow-wasm-2workers-static', timed.staticPool, staticPool]]) {
     if (!rounds.length) continue;
+    const { balance } = timedPool;
     const par = bestRound(rounds);
     const identical = rounds.every((t) => t.last.scores.every((v, k) => Object.is(v, values[k])));
     record({

@@ -45,11 +45,16 @@ let send;
 // soon as it has sent a result.
 let spare = null;
 
-/** spare if it has `count` values, else a new array of them, written (page faults paid) now. */
-function resultArray(count) {
-  const array = spare?.length === count ? spare : new Float64Array(count).fill(0);
+/** The spare if it has `count` values, else undefined; either way there is no spare after. */
+function takeSpare(count) {
+  const array = spare?.length === count ? spare : undefined;
   spare = null;
   return array;
+}
+
+/** An array of `count` values whose pages are written: the spare, or a new one written now. */
+function writtenArray(count) {
+  return takeSpare(count) ?? new Float64Array(count).fill(0);
 }
 // Sink values sent by the other parts, by exchange number (one per request; a peer may get
 // there before this worker): {values: all n, filled in as parts arrive; received: parts so far;
@@ -132,15 +137,16 @@ async function handle(message) {
       const { id, method, options, sinks, claims, progress } = message;
       if (!fused) throw new Error('parallel worker: compute before load');
       const count = options.layers.length * options.rows.length * fused.numTokens;  // resolved lists
-      let into;
-      const ready = () => {
-        if (claims) {
-          into = resultArray(count);
-          return {};
-        }
-        return { sourceFlags: fused.certificateSources(options) };
+      // The result's memory. With claims it is written while the other parts' sink values are on
+      // the way (the other workers claim more units meanwhile); otherwise it is the spare this
+      // worker wrote after its last result, if that fits.
+      let into = claims ? undefined : takeSpare(count);
+      const meanwhile = () => {
+        if (!claims) return { sourceFlags: fused.certificateSources(options) };
+        into = writtenArray(count);
+        return {};
       };
-      const certificate = sinks ? await certificateParts(options, sinks, ready) : ready();
+      const certificate = sinks ? await certificateParts(options, sinks, meanwhile) : {};
       const units = claims ? [] : null;
       let last = -Infinity;
       const onProgress = (done, total) => {
@@ -150,7 +156,6 @@ async function handle(message) {
           send({ type: 'progress', id, done, total });
         }
       };
-      if (!claims && spare?.length === count) into = resultArray(count);
       const { scores } = fused.compute(method, {
         ...options,
         ...certificate,
@@ -160,7 +165,7 @@ async function handle(message) {
       });
       // Result scores are a copy out of the heap: transferring hands the buffer over.
       send({ type: 'result', id, scores, units: units && Int32Array.from(units) }, [scores.buffer]);
-      if (!claims && count <= SPARE_MAX_VALUES) spare = resultArray(count);
+      if (!claims && count <= SPARE_MAX_VALUES) spare = writtenArray(count);
     }
   } catch (error) {
     send({ type: 'error', id: message.id, code: error?.code ?? null, message: String(error?.message ?? error) });
