@@ -61,6 +61,32 @@ test('reads stdin with "-" and reports timing as one JSON line on stderr', () =>
   assert.ok(timing.load_ms >= 0 && timing.compute_ms >= 0);
 });
 
+test('--workers splits the flow over worker threads and prints exactly the one-thread output', () => {
+  // L >= 6 and >= 8 rows: the workers exchange the certificate's sink values and claim rows.
+  const L = 7;
+  const n = 10;
+  const rowOf = (l, i) => {
+    const row = Array.from({ length: n }, (_, j) => 1 + ((l * 7 + i * 3 + j * 5) % 11) + (j === i ? 9 : 0));
+    const sum = row.reduce((a, b) => a + b, 0);
+    return row.map((v) => v / sum);
+  };
+  const input = file('deep.json', {
+    tokens: Array.from({ length: n }, (_, i) => `t${i}`),
+    attentions: Array.from({ length: L }, (_, l) => [Array.from({ length: n }, (_, i) => rowOf(l, i))]),
+  });
+  const one = run(['flow', input, '--layers', 'all']);
+  assert.equal(one.code, 0, one.stderr);
+  for (const workers of ['1', '2']) {
+    const split = run(['flow', input, '--layers', 'all', '--workers', workers, '--timing']);
+    assert.equal(split.code, 0, split.stderr);
+    assert.equal(split.stdout, one.stdout, `--workers ${workers}`);
+    assert.deepEqual(Object.keys(JSON.parse(split.stderr.trim().split('\n').at(-1))), ['load_ms', 'compute_ms']);
+  }
+  const bad = run(['flow', input, '--workers', '0']);
+  assert.equal(bad.code, 2);
+  assert.match(bad.stderr, /^attnflow: .*workers/);
+});
+
 test('--unnormalized gives raw max-flow values', () => {
   const { stdout } = run(['flow', file('raw.json', GOOD), '--unnormalized', '--layers', '1']);
   const out = JSON.parse(stdout);
