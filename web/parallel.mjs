@@ -180,11 +180,11 @@ export class ParallelAttention {
   #busy = Promise.resolve();
   #nextId = 0;  // task ids are unique over the pool's life, so a late message is never mistaken
 
-  constructor(workers, summary, fusion, counter) {
+  constructor(workers, summary, fusion, balance, counter) {
     this.#workers = workers;
     this.#fusion = fusion;
     this.#counter = counter;
-    this.balance = counter ? 'dynamic' : 'static';
+    this.balance = balance;
     this.tokens = summary.tokens;
     this.numLayers = summary.numLayers;
     this.numHeads = summary.numHeads;
@@ -215,6 +215,7 @@ export class ParallelAttention {
     if (balance === 'dynamic' && !canShareMemory()) {
       fail('E_OPTION', "balance 'dynamic' needs a SharedArrayBuffer, which a page has only when cross-origin isolated (COOP and COEP headers); use 'static'");
     }
+    // One worker has nothing to balance.
     const counter = balance === 'dynamic' && count > 1 ? new Int32Array(new SharedArrayBuffer(4)) : null;
     const slots = [];
     let onAbort;
@@ -245,7 +246,7 @@ export class ParallelAttention {
               if (++ready === count) {
                 settled = true;
                 slots.forEach((s) => s.hold(false));
-                resolve(new ParallelAttention(slots, summary, fusion, counter));
+                resolve(new ParallelAttention(slots, summary, fusion, balance, counter));
               }
             } else if (message.type === 'error') {
               finish(message.code ? new AttnflowError(message.code, message.message) : new Error(message.message));

@@ -81,3 +81,41 @@ test('AttnflowWorker: results equal the package; errors keep the input; cancel a
   assert.deepEqual(errors, []);
   await page.close();
 });
+
+test('ParallelAttention in a page without cross-origin isolation: rows dealt ahead, the same numbers as the package', { timeout: 60_000 }, async () => {
+  const page = await browser.newPage();
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  await page.goto(`${server.url}`);
+  // L >= 6 and >= 8 rows per share: the workers exchange the certificate's sink values.
+  const L = 7;
+  const H = 2;
+  const n = 20;
+  const tokens = Array.from({ length: n }, (_, i) => `t${i}`);
+  const json = toJson(tokens, randomAttention({ L, H, n, seed: 9, sharp: 4 }), L, H);
+  const out = await page.evaluate(async ({ json }) => {
+    const { ParallelAttention } = await import('/web/parallel.mjs');
+    const bytes = new TextEncoder().encode(json);
+    const r = { isolated: globalThis.crossOriginIsolated };
+    try {
+      (await ParallelAttention.open({ bytes, name: 'x.json' }, { workers: 2, balance: 'dynamic' })).close();
+      r.dynamic = 'opened';
+    } catch (e) {
+      r.dynamic = `${e.code}: ${e.message}`;
+    }
+    const pool = await ParallelAttention.open({ bytes, name: 'x.json' }, { workers: 2 });
+    r.balance = pool.balance;
+    r.scores = Array.from((await pool.compute('flow', { layers: 'all', rows: 'all', normalize: false })).scores);
+    pool.close();
+    return r;
+  }, { json });
+  assert.equal(out.isolated, false);
+  assert.match(out.dynamic, /^E_OPTION: .*SharedArrayBuffer.*cross-origin isolated/);
+  assert.equal(out.balance, 'static');
+  const data = await loadAttention(Buffer.from(json), { name: 'x.json' });
+  const want = (await compute(data, 'flow', { layers: 'all', rows: 'all', normalize: false })).scores;
+  assert.equal(out.scores.length, want.length);
+  out.scores.forEach((v, k) => assert.equal(v, want[k], `score ${k}`));
+  assert.deepEqual(errors, []);
+  await page.close();
+});
