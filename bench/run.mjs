@@ -214,14 +214,14 @@ function record(entry) {
 }
 
 // ---------------------------------------------------------------- attnflow in this process
-let current = null;  // {path, fused, pool}
+let current = null;  // {path, bytes, fused, pools}
 async function openInput(path) {
   if (current?.path === path) return current;
   current?.fused.dispose();
   current?.pools?.forEach((pool) => pool.close());
   const bytes = new Uint8Array(await readFile(path));
   const data = await loadAttention(bytes, { name: path });
-  current = { path, bytes, fused: await FusedAttention.create(data), pool: null };
+  current = { path, bytes, fused: await FusedAttention.create(data), pools: null };
   return current;
 }
 
