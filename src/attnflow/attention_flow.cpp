@@ -42,6 +42,9 @@ constexpr double kEps = 1e-15;
 // A flow within kMetTol of a cut's capacity is reported as that capacity: the true maximum lies
 // between the two.
 constexpr double kMetTol = 4e-15;
+// The lowest layer whose sources the middle-layer certificate serves (see FlowEngine): it needs
+// a few layers on each side of its middle layer.
+constexpr int kFirstCertificateLayer = 6;
 
 using Index = std::ptrdiff_t;
 
@@ -195,6 +198,7 @@ class LayeredFlow {
         }
         rowSpan_[t * uz(n_) + uz(i)] = first < 0 ? std::pair<int, int>(0, 0)
                                                  : std::pair<int, int>(first, last);
+        if (last > i + 1) lowerTriangular_ = false;
       }
     }
     residual_ = adjacency_;
@@ -238,6 +242,9 @@ class LayeredFlow {
     }
     inCapReady_ = false;
   }
+
+  /// Whether every arc goes from a node to one of the same or a lower index (a causal mask).
+  bool lowerTriangular() const { return lowerTriangular_; }
 
   /// Whether S reaches every node of the bottom layer.
   bool reachesEveryLeaf() const { return countBits(reachLayer(depth_ - 1)) == n_; }
@@ -1150,6 +1157,7 @@ class LayeredFlow {
   bool inCapReady_ = false;
   std::vector<std::uint64_t> adjacency_;  // per matrix, per row: bitset of positive arcs
   std::vector<std::pair<int, int>> rowSpan_;  // per matrix, per row: [first arc, last arc + 1)
+  bool lowerTriangular_ = true;  // see lowerTriangular()
   std::vector<std::uint64_t> residual_;   // per matrix, per row: arcs with residual > kEps
   std::vector<std::uint64_t> up_;         // per matrix, per column: arcs with flow > kEps
   std::vector<std::uint64_t> reach_;      // per layer: nodes S can reach
@@ -1200,9 +1208,16 @@ void flowRowInto(LayeredFlow* solver, const LayerStack& A, int layer, int r,
     return;
   }
   solver->setSource(A[static_cast<std::size_t>(layer - 1)].row(r).data());
-  // Sinks from last to first: on causal inputs the flow into j+1 mostly fits into j (the
-  // previous-token pattern), so the warm start keeps more of it.
-  for (int j = n - 1; j >= 0; --j) {
+  // Sinks from last to first on causal inputs: the flow into j+1 mostly fits into j (the
+  // previous-token pattern; sink j's window j..r holds j+1's), so the warm start keeps more of
+  // it (first to last: 2.5x slower on the causal last layer at L=12, n=128). Below the
+  // certificate's first layer, where every pair is one solve, first to last on other inputs:
+  // in WASM at L=12, n=128, all rows, layer 4 of the peaky synthetic input 0.93 -> 0.71 s, layer
+  // 3 -24%, layer 5 -6%; every row of every layer at n=32 -10%. From layer 6 up it was the same
+  // or 3-10% slower (row 0 of layer 12 on peaky rows: 4.4 -> 4.9 ms), so those keep last to first.
+  const bool descending = solver->lowerTriangular() || layer >= kFirstCertificateLayer;
+  for (int step = 0; step < n; ++step) {
+    const int j = descending ? n - 1 - step : step;
     if (skip && (*skip)[static_cast<std::size_t>(j)]) continue;
     const double* c = firstT.row(j).data();
     const double bound = solver->upperBound(c);
@@ -1335,7 +1350,7 @@ class FlowEngine {
   // n=128 took 2.12 s natively with h = 3 against 0.70 s with h = layer / 2 (flat inputs: 21
   // against 26 ms); every layer 4.95 s -> 2.48 s (flat: 0.84 -> 0.76 s).
   static int middleLayer(int layer, std::size_t numRows) {
-    if (layer < 6 || numRows < 8) return 0;
+    if (layer < kFirstCertificateLayer || numRows < 8) return 0;
     return layer / 2;
   }
 
