@@ -136,7 +136,8 @@ async function handle(message) {
     } else if (message.type === 'compute') {
       const { id, method, options, sinks, claims, progress } = message;
       if (!fused) throw new Error('parallel worker: compute before load');
-      const count = options.layers.length * options.rows.length * fused.numTokens;  // resolved lists
+      const numUnits = options.layers.length * options.rows.length;  // resolved lists
+      const count = numUnits * fused.numTokens;
       // The result's memory. With claims it is written while the other parts' sink values are on
       // the way (the other workers claim more units meanwhile); otherwise it is the spare this
       // worker wrote after its last result, if that fits.
@@ -160,7 +161,7 @@ async function handle(message) {
         ...options,
         ...certificate,
         into,
-        claim: claims ? claimer(options.layers.length * options.rows.length, units) : undefined,
+        claim: claims ? claimer(numUnits, units) : undefined,
         onProgress: progress && method === 'flow' ? onProgress : undefined,
       });
       // Result scores are a copy out of the heap: transferring hands the buffer over.

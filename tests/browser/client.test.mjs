@@ -17,11 +17,17 @@ after(async () => {
   server?.close();
 });
 
-test('AttnflowWorker: results equal the package; errors keep the input; cancel and terminate', { timeout: 60_000 }, async () => {
+/** A page of the served repository, with its uncaught errors collected. */
+async function openPage() {
   const page = await browser.newPage();
   const errors = [];
   page.on('pageerror', (e) => errors.push(e.message));
   await page.goto(`${server.url}`);
+  return { page, errors };
+}
+
+test('AttnflowWorker: results equal the package; errors keep the input; cancel and terminate', { timeout: 60_000 }, async () => {
+  const { page, errors } = await openPage();
   const L = 3;
   const H = 2;
   const n = 10;
@@ -83,10 +89,7 @@ test('AttnflowWorker: results equal the package; errors keep the input; cancel a
 });
 
 test('ParallelAttention in a page without cross-origin isolation: rows dealt ahead, the same numbers as the package', { timeout: 60_000 }, async () => {
-  const page = await browser.newPage();
-  const errors = [];
-  page.on('pageerror', (e) => errors.push(e.message));
-  await page.goto(`${server.url}`);
+  const { page, errors } = await openPage();
   // L >= 6 and >= 8 rows per share: the workers exchange the certificate's sink values.
   const L = 7;
   const H = 2;

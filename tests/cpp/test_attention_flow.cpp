@@ -19,6 +19,20 @@ using attnflow::Matrix;
 
 namespace {
 
+// Requests that web/parallel.mjs splits over workers, for the tests of the split: one layer of
+// an encoder and of a causal input (certificate used, and none), several layers at alpha 1, and
+// repeated layers with one (layer 2) that uses no certificate.
+struct SplitCase {
+  std::vector<int> layers;
+  attnflow::synthetic::Shape shape;
+  double alpha;
+};
+const SplitCase kSplitCases[] = {{{12}, {12, 4, 40, 5, false}, 0.5},
+                                 {{12}, {12, 4, 40, 5, true}, 0.5},
+                                 {{7, 6, 3}, {12, 4, 32, 6, false}, 1.0},
+                                 {{7}, {8, 2, 24, 9, false}, 0.5},
+                                 {{8, 2, 8}, {8, 2, 24, 9, false}, 0.5}};
+
 std::vector<int> allRows(int n) {
   std::vector<int> rows(static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i) rows[static_cast<std::size_t>(i)] = i;
@@ -511,17 +525,8 @@ TEST_CASE("attention flow: rows split in shares with certificate sink values com
   // What web/parallel.mjs does with 2 workers: each computes the sink values of part of the
   // sinks, the parts are joined, and each share of rows is solved with the joined values and
   // the source flags the share computed while it waited for them.
-  struct Case {
-    std::vector<int> layers;
-    attnflow::synthetic::Shape shape;
-    double alpha;
-  };
-  const Case cases[] = {{{12}, {12, 4, 40, 5, false}, 0.5},
-                        {{12}, {12, 4, 40, 5, true}, 0.5},
-                        {{7, 6, 3}, {12, 4, 32, 6, false}, 1.0},
-                        {{7}, {8, 2, 24, 9, false}, 0.5}};
   int certifiedSources = 0;
-  for (const Case& c : cases) {
+  for (const SplitCase& c : kSplitCases) {
     const LayerStack A = attnflow::synthetic::mixedStack(c.shape, c.alpha);
     const int n = c.shape.tokens;
     std::vector<int> even, odd;
@@ -575,17 +580,8 @@ TEST_CASE("attention flow: units claimed at run time by several callers give the
   // What web/parallel.mjs does where a shared counter is available: each worker computes the
   // (layer, row) units it claims. Here the claims are dealt ahead in runs of random length, so
   // that each caller sees gaps of every size, and also taken from an atomic counter by threads.
-  struct Case {
-    std::vector<int> layers;
-    attnflow::synthetic::Shape shape;
-    double alpha;
-  };
-  const Case cases[] = {{{12}, {12, 4, 40, 5, false}, 0.5},
-                        {{12}, {12, 4, 40, 5, true}, 0.5},
-                        {{7, 6, 3}, {12, 4, 32, 6, false}, 1.0},
-                        {{8, 2, 8}, {8, 2, 24, 9, false}, 0.5}};
   std::mt19937 rng(7);
-  for (const Case& c : cases) {
+  for (const SplitCase& c : kSplitCases) {
     const LayerStack A = attnflow::synthetic::mixedStack(c.shape, c.alpha);
     const int n = c.shape.tokens;
     const std::size_t numRows = static_cast<std::size_t>(n) - 3;
