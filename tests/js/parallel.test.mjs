@@ -293,3 +293,46 @@ test('invalid options are refused with E_OPTION', async () => {
   await assert.rejects(computeParallel({ bytes }, 'flow', { balance: 'even' }), { code: 'E_OPTION', message: /balance must be 'dynamic' or 'static'/ });
   await assert.rejects(computeParallel({ bytes: [1, 2, 3] }, 'flow', {}), (error) => error.code === 'E_INPUT');
 });
+
+test('a claiming worker waits until every part has written its sink values into shared memory', async () => {
+  // The worker protocol of web/parallel-worker.mjs, driven by hand: one worker computes part 0
+  // of a request (so it claims every unit), and the test plays part 1, which writes its slice of
+  // the sink values late. Until then the slice holds values far too large: a worker that did
+  // not wait would certify flows that are wrong.
+  const shape = { layers: 8, heads: 3, tokens: 24, seed: 3 };
+  const bytes = syntheticNpy(shape);
+  const fused = await FusedAttention.create(await loadAttention(bytes, { name: 'x.npy' }));
+  const { Worker } = await import('node:worker_threads');
+  const worker = new Worker(new URL('../../web/parallel-worker.mjs', import.meta.url));
+  try {
+    const options = { alpha: 0.5, discard: 0, layers: [8], rows: [...Array(24).keys()], normalize: false, receptiveField: false };
+    const expected = fused.compute('flow', options).scores;
+    const lateSlice = fused.certificateSinks(options, 12, 12, 24);
+    assert.ok(lateSlice.middleLayer > 0, 'the certificate is used');
+    const reply = (type) => new Promise((resolve, reject) => {
+      worker.once('message', (message) => (message.type === type ? resolve(message) : reject(new Error(message.message))));
+    });
+    const counter = new Int32Array(new SharedArrayBuffer(4));
+    worker.postMessage({ type: 'load', bytes, name: 'x.npy', fusion: 'mean', heads: null, prepare: null, peers: [null, null], counter });
+    await reply('ready');
+    const shared = { values: new Float64Array(new SharedArrayBuffer(8 * 24)).fill(1e9), arrived: new Int32Array(new SharedArrayBuffer(4)) };
+    const result = reply('result');
+    worker.postMessage({
+      type: 'compute', id: 1, method: 'flow', options, claims: true, progress: false,
+      sinks: { exchange: 1, part: 0, parts: 2, shareRows: 12, first: 0, last: 12, shared },
+    });
+    let written = false;
+    result.then(() => assert.ok(written, 'the worker replied before part 1 wrote its sink values'), () => {});
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    shared.values.set(lateSlice.values, 12);
+    written = true;
+    Atomics.add(shared.arrived, 0, 1);
+    Atomics.notify(shared.arrived, 0);
+    const { scores, units } = await result;
+    assert.equal(units.length, 24);
+    assert.deepEqual(scores, expected);
+  } finally {
+    await worker.terminate();
+    fused.dispose();
+  }
+});
