@@ -221,7 +221,7 @@ class Session {
         };
       }
       std::vector<attnflow::Matrix> values =
-          attnflow::attentionFlowLayers(a, layerList, rowList, progress, parts, claimUnit);
+          attnflow::attentionFlowLayers(a, layerList, rowList, progress, parts, claimUnit, &flowSolver_);
       if (receptiveField) {
         doneBefore = total / 2;
         std::size_t replayed = 0;
@@ -288,9 +288,13 @@ class Session {
     });
   }
 
-  /// Builds the residual-mixed layers now (the first computation with these options would).
-  void prepare(double alpha, double discard) {
-    guarded([&] { mixed(alpha, discard); });
+  /// Builds the residual-mixed layers now (the first computation with these options would) and,
+  /// for a layer > 0, the flow solver for sources at that layer.
+  void prepare(double alpha, double discard, int layer) {
+    guarded([&] {
+      const attnflow::LayerStack& a = mixed(alpha, discard);
+      if (layer > 0) flowSolver_.prepare(a, layer);
+    });
   }
 
   void mixedLayer(double alpha, double discard, int layer, std::uintptr_t out) {
@@ -301,6 +305,7 @@ class Session {
   /// A[l] = rownorm(alpha * discardSmallest(F[l], discard) + (1 - alpha) * I), cached.
   const attnflow::LayerStack& mixed(double alpha, double discard) {
     if (!mixed_ || mixedAlpha_ != alpha || mixedDiscard_ != discard) {
+      flowSolver_.clear();  // it refers to the old stack
       if (discard == 0.0) {
         mixed_ = attnflow::mixResidual(fused_, alpha);
       } else {
@@ -327,6 +332,7 @@ class Session {
   }
 
   void invalidate() {
+    flowSolver_.clear();
     mixed_.reset();
     rolloutAll_.reset();
     receptiveRolloutAll_.reset();
@@ -336,6 +342,7 @@ class Session {
   int numTokens_;
   attnflow::LayerStack fused_;
   std::optional<attnflow::LayerStack> mixed_;
+  attnflow::FlowSolverCache flowSolver_;  // of mixed_: the solver of the last layer solved
   double mixedAlpha_ = -1;
   double mixedDiscard_ = 0;
   std::optional<attnflow::LayerStack> rolloutAll_;  // of mixed_

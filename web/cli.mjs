@@ -116,6 +116,14 @@ function progressReporter() {
 setFlagsFromString('--no-liftoff');
 setFlagsFromString('--no-wasm-lazy-compilation');
 
+/** The one layer a flow request asks for, or 0 (several layers, or not flow). */
+function singleFlowLayer(command, numLayers) {
+  const { layers = 'last' } = command.options;
+  if (command.method !== 'flow') return 0;
+  if (layers === 'last') return numLayers;
+  return Array.isArray(layers) && layers.length === 1 ? layers[0] : 0;
+}
+
 async function main() {
   const command = parseCommandLine(process.argv.slice(2));
   if (command.help) {
@@ -143,9 +151,10 @@ async function main() {
   }
   const data = await loadAttention(bytes, { name, batch: command.batch });
   const fused = await FusedAttention.create(data, command.options);
-  // The graph (residual-mixed layers) is built as part of loading, like the heads' fusion: the
-  // benchmark times peers on graphs already built, and attnflow on warm calls that reuse it.
-  if (command.method !== 'raw') fused.prepare(command.options);
+  // The graph (residual-mixed layers) and, for a flow at one layer, its exact solver are built as
+  // part of loading, like the heads' fusion: the benchmark times peers on graphs already built,
+  // and attnflow on warm calls that reuse them.
+  if (command.method !== 'raw') fused.prepare({ ...command.options, layer: singleFlowLayer(command, fused.numLayers) });
   // Binary formats check values as layers are read, so warnings are complete only after fusion.
   for (const warning of data.warnings) process.stderr.write(`attnflow: warning: ${warning}\n`);
   const loaded = performance.now();

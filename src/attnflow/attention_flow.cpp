@@ -243,6 +243,10 @@ class LayeredFlow {
     inCapReady_ = false;
   }
 
+  /// Writes every row of the flow storage once (zeros; rows are zeroed again when first touched),
+  /// so that no solve pays the first-write page faults of fresh memory.
+  void writeStorage() { zeroFill(flow_.get(), mats_.size() * uz(n_) * uz(n_)); }
+
   /// Whether every arc goes from a node to one of the same or a lower index (a causal mask).
   bool lowerTriangular() const { return lowerTriangular_; }
 
@@ -1236,10 +1240,46 @@ void flowRowInto(LayeredFlow* solver, const LayerStack& A, int layer, int r,
 // out-arcs or the sink's in-arcs), that is the maximum. It costs one half flow per source and per
 // sink instead of one full flow per pair; pairs it does not certify are solved exactly one by
 // one, so the result is exact on any input.
+}  // namespace
+
+// What a FlowSolverCache keeps. Defined here, next to LayeredFlow, which stays internal to this
+// file (with external linkage the solver's hot methods were inlined less: +5-10% in WASM).
+struct FlowSolverCache::State {
+  const LayerStack* stack = nullptr;
+  Matrix firstT;
+  int layer = 0;
+  std::unique_ptr<LayeredFlow> solver;
+
+  void forStack(const LayerStack& A) {
+    if (stack == &A) return;
+    *this = State();
+    stack = &A;
+  }
+
+  LayeredFlow& solverFor(const LayerStack& A, int sourceLayer) {
+    forStack(A);
+    if (!solver || layer != sourceLayer) {
+      solver.reset();  // the old one's memory first, for the new one to reuse
+      solver = std::make_unique<LayeredFlow>(static_cast<int>(A[0].rows()),
+                                             innerMatrices(A, sourceLayer));
+      layer = sourceLayer;
+    }
+    return *solver;
+  }
+
+  const Matrix& firstTransposed(const LayerStack& A) {
+    forStack(A);
+    if (firstT.size() == 0) firstT = A[0].transpose();
+    return firstT;
+  }
+};
+
+namespace {
+
 class FlowEngine {
  public:
-  explicit FlowEngine(const LayerStack& A)
-      : A_(A), n_(static_cast<int>(A[0].rows())),
+  explicit FlowEngine(const LayerStack& A, FlowSolverCache* cache = nullptr)
+      : A_(A), cache_(cache), n_(static_cast<int>(A[0].rows())),
         colsum_(A[0].colwise().sum()), uniform_(static_cast<std::size_t>(n_), 1.0 / n_) {}
 
   /// The middle layer that run() uses for every one of these layers that uses one, with this
@@ -1280,7 +1320,8 @@ class FlowEngine {
            const std::vector<char>& sourceFlags, NextRow nextRow, Tick tick) {
     // Built at the first row the certificate does not settle (at L=12, n=128 building it is
     // 0.1-0.2 ms, and the certificate often settles every row).
-    std::unique_ptr<LayeredFlow> solver;
+    LayeredFlow* solver = nullptr;
+    std::unique_ptr<LayeredFlow> ownSolver;  // without a cache
     const int h = middleLayer(layer, rows.size());
     // The sink halves are computed at the first source that passes its test: on causal inputs
     // none does (a source reaches only the tokens up to its own in the middle layer), and the
@@ -1309,8 +1350,12 @@ class FlowEngine {
         }
       }
       if (std::find(known.begin(), known.end(), 0) != known.end()) {
-        if (!solver) solver = std::make_unique<LayeredFlow>(n_, innerMatrices(A_, layer));
-        flowRowInto(solver.get(), A_, layer, r, firstT(), row, &known);
+        if (!solver && cache_) solver = &cache_->state().solverFor(A_, layer);
+        if (!solver) {
+          ownSolver = std::make_unique<LayeredFlow>(n_, innerMatrices(A_, layer));
+          solver = ownSolver.get();
+        }
+        flowRowInto(solver, A_, layer, r, firstT(), row, &known);
       }
       tick(q);
     }
@@ -1365,7 +1410,10 @@ class FlowEngine {
 
   // Built at first use: a call that only runs source halves, or whose pairs the certificate
   // settles with sink values computed elsewhere, never needs it (a split run makes such calls).
+  // The solver's facts about sinks are kept by the address of their row here, so with a cache
+  // the rows are the cache's.
   const Matrix& firstT() {
+    if (cache_) return cache_->state().firstTransposed(A_);
     if (firstT_.size() == 0) firstT_ = A_[0].transpose();
     return firstT_;
   }
@@ -1386,6 +1434,7 @@ class FlowEngine {
   }
 
   const LayerStack& A_;
+  FlowSolverCache* cache_;
   int n_;
   Matrix firstT_;  // A[1] transposed (row j: the capacities into sink j); see firstT()
   Eigen::RowVectorXd colsum_;
@@ -1394,6 +1443,19 @@ class FlowEngine {
 };
 
 }  // namespace
+
+FlowSolverCache::FlowSolverCache() : state_(std::make_unique<State>()) {}
+FlowSolverCache::~FlowSolverCache() = default;
+
+void FlowSolverCache::clear() { *state_ = State(); }
+
+void FlowSolverCache::prepare(const LayerStack& A, int layer) {
+  checkStack(A);
+  checkLayer(A, layer);
+  state_->firstTransposed(A);
+  // Layers 1 and 2 are closed forms: no solver.
+  if (layer >= 3) state_->solverFor(A, layer).writeStorage();
+}
 
 Matrix attentionFlow(const LayerStack& A, int layer, const std::vector<int>& rows,
                      const Progress& progress) {
@@ -1413,7 +1475,8 @@ Matrix attentionFlow(const LayerStack& A, int layer, const std::vector<int>& row
 
 std::vector<Matrix> attentionFlowLayers(const LayerStack& A, const std::vector<int>& layers,
                                         const std::vector<int>& rows, const Progress& progress,
-                                        const CertificateParts& parts, const ClaimUnit& claim) {
+                                        const CertificateParts& parts, const ClaimUnit& claim,
+                                        FlowSolverCache* cache) {
   const int n = checkLayersRequest(A, layers, rows);
   const std::size_t numUnits = layers.size() * rows.size();
   const std::size_t total = numUnits * static_cast<std::size_t>(n);
@@ -1436,7 +1499,7 @@ std::vector<Matrix> attentionFlowLayers(const LayerStack& A, const std::vector<i
   };
   unit = claimNext();
   std::vector<Matrix> result;
-  FlowEngine engine(A);
+  FlowEngine engine(A, cache);
   if (!parts.sinkValues.empty()) {
     const int h = FlowEngine::middleLayerOf(layers, rows.size());
     if (h == 0 || parts.sinkValues.size() != static_cast<std::size_t>(n)) {

@@ -667,3 +667,37 @@ TEST_CASE("attention flow: units claimed at run time by several callers give the
                     attnflow::InputError);
   }
 }
+
+TEST_CASE("attention flow: a solver kept between requests gives the same numbers bitwise") {
+  // Sequences of requests on one cache, as an explorer makes them (other rows at the same layer,
+  // another layer, back again, a prepared layer), each against the same request without a cache.
+  // The solver's state carries over between requests; the numbers must not.
+  std::mt19937 gen(33);
+  attnflow::FlowSolverCache cache;
+  for (int it = 0; it < 30; ++it) {
+    const int n = 5 + it % 9;
+    const int layers = 4 + it % 6;
+    const LayerStack A = randomStack(gen, layers, n, static_cast<Kind>(it % kNumKinds));
+    cache.clear();  // a new stack (it may sit where the last one did)
+    if (it % 2 == 0) cache.prepare(A, layers);
+    std::uniform_int_distribution<int> layerOf(1, layers), rowOf(0, n - 1);
+    for (int request = 0; request < 8; ++request) {
+      const std::vector<int> which = request % 3 == 0 ? std::vector<int>{layerOf(gen)}
+                                                      : std::vector<int>{layers};
+      const std::vector<int> rows =
+          request % 4 == 3 ? allRows(n) : std::vector<int>{rowOf(gen), rowOf(gen)};
+      const std::vector<Matrix> plain = attnflow::attentionFlowLayers(A, which, rows);
+      const std::vector<Matrix> kept =
+          attnflow::attentionFlowLayers(A, which, rows, {}, {}, {}, &cache);
+      REQUIRE(kept.size() == plain.size());
+      CHECK((kept[0].array() == plain[0].array()).all());
+    }
+  }
+  const LayerStack B = randomStack(gen, 5, 6, kSoftmax);
+  cache.clear();
+  CHECK_THROWS_AS(cache.prepare(B, 6), attnflow::InputError);
+  CHECK_THROWS_AS(cache.prepare(B, 0), attnflow::InputError);
+  cache.prepare(B, 1);  // closed form there: nothing to build, still fine
+  CHECK((attnflow::attentionFlowLayers(B, {5}, {0}, {}, {}, {}, &cache)[0].array() ==
+         attnflow::attentionFlow(B, 5, {0}).array()).all());
+}

@@ -171,6 +171,27 @@ test('prepare builds the graph that compute then uses, with the same numbers bit
   fresh.dispose();
 });
 
+test('the flow solver prepare builds for a layer, and keeps between computes, changes no number', async () => {
+  // An explorer's sequence of requests on one session (the solver of the last layer solved is
+  // kept; alpha changes the graph), each against a session that computes only that request.
+  const input = randomInput({ L: 7, H: 2, n: 9, seed: 13 });
+  const session = await FusedAttention.create(await loadAttention(input));
+  session.prepare({ alpha: 0.6, layer: 7 });
+  const requests = [
+    { alpha: 0.6, rows: [0] }, { alpha: 0.6, rows: [4, 2] }, { alpha: 0.6, layers: [5], rows: [3] },
+    { alpha: 0.6, rows: [8] }, { alpha: 0.9, rows: [8] }, { alpha: 0.9, layers: 'all', rows: 'all' }, { alpha: 0.6, rows: [1] },
+  ];
+  for (const request of requests) {
+    const alone = await FusedAttention.create(await loadAttention(input));
+    assert.deepEqual(session.compute('flow', request).scores, alone.compute('flow', request).scores, JSON.stringify(request));
+    alone.dispose();
+  }
+  for (const layer of [0.5, 8, -1, '7']) {
+    assert.throws(() => session.prepare({ layer }), { code: 'E_OPTION', message: /layer must be an integer from 1 to 7/ });
+  }
+  session.dispose();
+});
+
 test('bad options are E_OPTION errors that name the option', async () => {
   const data = await loadAttention(randomInput({ L: 2, H: 3, n: 4, seed: 11 }));
   const fused = await FusedAttention.create(data);
