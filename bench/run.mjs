@@ -425,9 +425,10 @@ const CLI_PROCESSES = 5;
 /**
  * Issue 4's "done when": a file never seen before, L=12,H=12,n=128, one target row in under 10 ms
  * of compute as the CLI's --timing reports it. Unlike the flow cases above (warm calls, medians),
- * this is the first and only call of a fresh process: it includes the first writes to the
- * solver's memory (page faults, ~10 us per 4 KB page on this VM). The CLI builds the graph (the
- * residual mix) while loading, as the warm calls above find it built.
+ * this is the first and only call of a fresh process. The CLI builds the graph (the residual mix)
+ * and, for a flow at one layer, that layer's solver (arc bitsets, flow storage written once) while
+ * loading, as the warm calls above find them built; what a fresh process still pays in compute is
+ * first runs of code and the first writes to the rest of its working memory.
  */
 async function cliRowCases() {
   for (const profile of ['flat', 'peaky']) {

@@ -116,11 +116,11 @@ function progressReporter() {
 setFlagsFromString('--no-liftoff');
 setFlagsFromString('--no-wasm-lazy-compilation');
 
-/** The one layer a flow request asks for, or 0 (several layers, or not flow). */
-function singleFlowLayer(command, numLayers) {
+/** The one layer a flow request asks for ('last' or 1-based), or 0 (several layers, or not flow). */
+function singleFlowLayer(command) {
   const { layers = 'last' } = command.options;
   if (command.method !== 'flow') return 0;
-  if (layers === 'last') return numLayers;
+  if (layers === 'last') return 'last';
   return Array.isArray(layers) && layers.length === 1 ? layers[0] : 0;
 }
 
@@ -137,7 +137,7 @@ async function main() {
     // Each worker loads the bytes and fuses the heads itself (web/parallel.mjs).
     const { ParallelAttention } = await import('./parallel.mjs');
     // Flow only: raw and rollout run whole on one worker, so the others would build it for nothing.
-    const prepare = command.method !== 'flow' ? null : { alpha: command.options.alpha, discard: command.options.discard };
+    const prepare = command.method !== 'flow' ? null : { alpha: command.options.alpha, discard: command.options.discard, layer: singleFlowLayer(command) };
     const pool = await ParallelAttention.open({ bytes, name, batch: command.batch }, { ...command.options, workers: command.workers, prepare });
     try {
       for (const warning of pool.warnings) process.stderr.write(`attnflow: warning: ${warning}\n`);
@@ -154,7 +154,7 @@ async function main() {
   // The graph (residual-mixed layers) and, for a flow at one layer, its exact solver are built as
   // part of loading, like the heads' fusion: the benchmark times peers on graphs already built,
   // and attnflow on warm calls that reuse them.
-  if (command.method !== 'raw') fused.prepare({ ...command.options, layer: singleFlowLayer(command, fused.numLayers) });
+  if (command.method !== 'raw') fused.prepare({ ...command.options, layer: singleFlowLayer(command) });
   // Binary formats check values as layers are read, so warnings are complete only after fusion.
   for (const warning of data.warnings) process.stderr.write(`attnflow: warning: ${warning}\n`);
   const loaded = performance.now();

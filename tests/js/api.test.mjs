@@ -176,7 +176,7 @@ test('the flow solver prepare builds for a layer, and keeps between computes, ch
   // kept; alpha changes the graph), each against a session that computes only that request.
   const input = randomInput({ L: 7, H: 2, n: 9, seed: 13 });
   const session = await FusedAttention.create(await loadAttention(input));
-  session.prepare({ alpha: 0.6, layer: 7 });
+  session.prepare({ alpha: 0.6, layer: 'last' });
   const requests = [
     { alpha: 0.6, rows: [0] }, { alpha: 0.6, rows: [4, 2] }, { alpha: 0.6, layers: [5], rows: [3] },
     { alpha: 0.6, rows: [8] }, { alpha: 0.9, rows: [8] }, { alpha: 0.9, layers: 'all', rows: 'all' }, { alpha: 0.6, rows: [1] },
@@ -187,7 +187,7 @@ test('the flow solver prepare builds for a layer, and keeps between computes, ch
     alone.dispose();
   }
   for (const layer of [0.5, 8, -1, '7']) {
-    assert.throws(() => session.prepare({ layer }), { code: 'E_OPTION', message: /layer must be an integer from 1 to 7/ });
+    assert.throws(() => session.prepare({ layer }), { code: 'E_OPTION', message: /layer must be 'last' or an integer from 1 to 7/ });
   }
   session.dispose();
 });

@@ -197,13 +197,15 @@ test('a pool computing again and again gives the same numbers each time (workers
   }
 });
 
-test('a pool that prepares the graph while opening gives the same numbers; a bad alpha there fails the open', async () => {
+test('a pool that prepares the graph and a solver while opening gives the same numbers; a bad alpha there fails the open', async () => {
   const bytes = syntheticNpy(SMALL);
   const options = { alpha: 0.7, discard: 0.2, layers: 'all' };
   const expected = await single(bytes, 'flow', options);
-  const pool = await ParallelAttention.open({ bytes }, { workers: 2, prepare: { alpha: 0.7, discard: 0.2 } });
+  const pool = await ParallelAttention.open({ bytes }, { workers: 2, prepare: { alpha: 0.7, discard: 0.2, layer: 'last' } });
   try {
     assertBitwiseEqual(await pool.compute('flow', options), expected);
+    const lastLayer = { alpha: 0.7, discard: 0.2 };  // the prepared solver's layer
+    assertBitwiseEqual(await pool.compute('flow', lastLayer), await single(bytes, 'flow', lastLayer));
   } finally {
     pool.close();
   }

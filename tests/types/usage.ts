@@ -14,7 +14,8 @@ export async function usage(bytes: Uint8Array): Promise<number> {
   const byPosition: boolean = fused.compute('rollout', { receptiveField: true, normalize: false }).options.receptiveField;
   const cut: Bottleneck = fused.bottleneck(fused.numLayers, 0, 1, { alpha: 1 });
   const mixed: Float64Array = fused.mixedLayer(1);
-  fused.prepare({ alpha: 0.5, discard: 0.1 });
+  fused.prepare({ alpha: 0.5, discard: 0.1, layer: 'last' });
+  fused.prepare({ layer: 3 });
   const part: CertificateSinks = fused.certificateSinks({ layers: 'last' }, 64, 0, 64);
   fused.compute('flow', { rows: [0, 2], sinkValues: part.middleLayer ? part.values : undefined });
   const flags: Uint8Array = fused.certificateSources({ layers: 'last', rows: [0, 2] });
@@ -25,7 +26,7 @@ export async function usage(bytes: Uint8Array): Promise<number> {
   const worker = new AttnflowWorker();
   const remote: WorkerResult = await worker.compute('raw', { rows: 'all' });
   worker.terminate();
-  const pool = await ParallelAttention.open({ bytes, name: 'x.npy' }, { workers: 2, fusion: 'mean', prepare: { alpha: 0.5 }, balance: 'static' });
+  const pool = await ParallelAttention.open({ bytes, name: 'x.npy' }, { workers: 2, fusion: 'mean', prepare: { alpha: 0.5, layer: 'last' }, balance: 'static' });
   const balance: 'dynamic' | 'static' = pool.balance;
   const shared: Result = await pool.compute('flow', { layers: 'all', signal: new AbortController().signal });
   pool.close();
