@@ -7,22 +7,25 @@ import { compute, loadAttention } from 'attnflow';
 import { launch, randomAttention, startServer, toJson } from './helpers.mjs';
 
 let server;
+let plainServer;  // without cross-origin isolation, as most static hosts serve
 let browser;
 before(async () => {
   server = await startServer();
+  plainServer = await startServer({ isolated: false });
   browser = await launch();
 });
 after(async () => {
   await browser?.close();
   server?.close();
+  plainServer?.close();
 });
 
 /** A page of the served repository, with its uncaught errors collected. */
-async function openPage() {
+async function openPage(from = server) {
   const page = await browser.newPage();
   const errors = [];
   page.on('pageerror', (e) => errors.push(e.message));
-  await page.goto(`${server.url}`);
+  await page.goto(`${from.url}`);
   return { page, errors };
 }
 
@@ -88,37 +91,45 @@ test('AttnflowWorker: results equal the package; errors keep the input; cancel a
   await page.close();
 });
 
-test('ParallelAttention in a page without cross-origin isolation: rows dealt ahead, the same numbers as the package', { timeout: 60_000 }, async () => {
-  const { page, errors } = await openPage();
-  // L >= 6 and >= 8 rows per share: the workers exchange the certificate's sink values.
-  const L = 7;
-  const H = 2;
-  const n = 20;
-  const tokens = Array.from({ length: n }, (_, i) => `t${i}`);
-  const json = toJson(tokens, randomAttention({ L, H, n, seed: 9, sharp: 4 }), L, H);
-  const out = await page.evaluate(async ({ json }) => {
-    const { ParallelAttention } = await import('/web/parallel.mjs');
-    const bytes = new TextEncoder().encode(json);
-    const r = { isolated: globalThis.crossOriginIsolated };
-    try {
-      (await ParallelAttention.open({ bytes, name: 'x.json' }, { workers: 2, balance: 'dynamic' })).close();
-      r.dynamic = 'opened';
-    } catch (e) {
-      r.dynamic = `${e.code}: ${e.message}`;
+for (const isolated of [true, false]) {
+  const how = isolated ? 'in a cross-origin isolated page: rows claimed at run time' : 'in a page without cross-origin isolation: rows dealt ahead';
+  test(`ParallelAttention ${how}, the same numbers as the package`, { timeout: 60_000 }, async () => {
+    const { page, errors } = await openPage(isolated ? server : plainServer);
+    // L >= 6 and >= 8 rows per share: the workers exchange the certificate's sink values (through
+    // shared memory when isolated); one layer and all layers.
+    const L = 7;
+    const H = 2;
+    const n = 20;
+    const tokens = Array.from({ length: n }, (_, i) => `t${i}`);
+    const json = toJson(tokens, randomAttention({ L, H, n, seed: 9, sharp: 4 }), L, H);
+    const out = await page.evaluate(async ({ json }) => {
+      const { ParallelAttention } = await import('/web/parallel.mjs');
+      const bytes = new TextEncoder().encode(json);
+      const r = { isolated: globalThis.crossOriginIsolated };
+      try {
+        (await ParallelAttention.open({ bytes, name: 'x.json' }, { workers: 2, balance: 'dynamic' })).close();
+        r.dynamic = 'opened';
+      } catch (e) {
+        r.dynamic = `${e.code}: ${e.message}`;
+      }
+      const pool = await ParallelAttention.open({ bytes, name: 'x.json' }, { workers: 2 });
+      r.balance = pool.balance;
+      r.all = Array.from((await pool.compute('flow', { layers: 'all', rows: 'all', normalize: false })).scores);
+      r.last = Array.from((await pool.compute('flow', { rows: 'all', normalize: false })).scores);
+      pool.close();
+      return r;
+    }, { json });
+    assert.equal(out.isolated, isolated);
+    if (isolated) assert.equal(out.dynamic, 'opened');
+    else assert.match(out.dynamic, /^E_OPTION: .*SharedArrayBuffer.*cross-origin isolated/);
+    assert.equal(out.balance, isolated ? 'dynamic' : 'static');
+    const data = await loadAttention(Buffer.from(json), { name: 'x.json' });
+    for (const [key, layers] of [['all', 'all'], ['last', 'last']]) {
+      const want = (await compute(data, 'flow', { layers, rows: 'all', normalize: false })).scores;
+      assert.equal(out[key].length, want.length);
+      out[key].forEach((v, k) => assert.equal(v, want[k], `${key}: score ${k}`));
     }
-    const pool = await ParallelAttention.open({ bytes, name: 'x.json' }, { workers: 2 });
-    r.balance = pool.balance;
-    r.scores = Array.from((await pool.compute('flow', { layers: 'all', rows: 'all', normalize: false })).scores);
-    pool.close();
-    return r;
-  }, { json });
-  assert.equal(out.isolated, false);
-  assert.match(out.dynamic, /^E_OPTION: .*SharedArrayBuffer.*cross-origin isolated/);
-  assert.equal(out.balance, 'static');
-  const data = await loadAttention(Buffer.from(json), { name: 'x.json' });
-  const want = (await compute(data, 'flow', { layers: 'all', rows: 'all', normalize: false })).scores;
-  assert.equal(out.scores.length, want.length);
-  out.scores.forEach((v, k) => assert.equal(v, want[k], `score ${k}`));
-  assert.deepEqual(errors, []);
-  await page.close();
-});
+    assert.deepEqual(errors, []);
+    await page.close();
+  });
+}

@@ -10,9 +10,12 @@ export const rng = mulberry32;
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export const OUT = fileURLToPath(new URL('./out/', import.meta.url));
 
-/** Starts scripts/serve.mjs on a free port; resolves {url, origin, close}. */
-export async function startServer() {
-  const child = spawn(process.execPath, [`${ROOT}scripts/serve.mjs`], {
+/**
+ * Starts scripts/serve.mjs on a free port; resolves {url, origin, close}. isolated: false serves
+ * without the cross-origin isolation headers, as most static hosts do.
+ */
+export async function startServer({ isolated = true } = {}) {
+  const child = spawn(process.execPath, [`${ROOT}scripts/serve.mjs`, ...(isolated ? [] : ['--no-isolation'])], {
     env: { ...process.env, PORT: '0' }, stdio: ['ignore', 'pipe', 'inherit'],
   });
   const url = await new Promise((resolve, reject) => {

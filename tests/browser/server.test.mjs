@@ -33,6 +33,9 @@ test('serves the page, modules and wasm with the right types and the CSP', async
   // The same policy is in the page itself, for other static servers.
   const meta = html.body.match(/http-equiv="Content-Security-Policy" content="([^"]+)"/);
   assert.equal(meta?.[1], html.headers['content-security-policy']);
+  // Cross-origin isolation (the page's pool may then share memory between its workers).
+  assert.equal(html.headers['cross-origin-opener-policy'], 'same-origin');
+  assert.equal(html.headers['cross-origin-embedder-policy'], 'require-corp');
   assert.match((await get('/demo/app.mjs')).headers['content-type'], /^text\/javascript/);
   assert.match((await get('/web/client.mjs')).headers['content-type'], /^text\/javascript/);
   assert.equal((await get('/demo/examples/index.json')).headers['content-type'], 'application/json; charset=utf-8');
