@@ -1229,17 +1229,6 @@ void flowRowInto(LayeredFlow* solver, const LayerStack& A, int layer, int r,
   }
 }
 
-// Flows for many rows of one stack, sharing work between rows and layers.
-//
-// The middle-layer certificate (FLOW-NOTES.md): pick a layer h and supplies w at its nodes
-// (uniform, total 1). If source (l, r) can deliver exactly w to layer h (a "source half" flow on
-// layers l..h+1), and supplies <= w at layer h can deliver V_j to sink (0, j) (a "sink half" flow
-// on layers h..1), then trimming the source half to what the sink half uses (scale the paths
-// ending at each node of layer h) and joining the two (they use disjoint arcs) gives a feasible
-// flow of value V_j from (l, r) to (0, j). When V_j meets a cut of the full graph (the source's
-// out-arcs or the sink's in-arcs), that is the maximum. It costs one half flow per source and per
-// sink instead of one full flow per pair; pairs it does not certify are solved exactly one by
-// one, so the result is exact on any input.
 }  // namespace
 
 // What a FlowSolverCache keeps. Defined here, next to LayeredFlow, which stays internal to this
@@ -1276,6 +1265,17 @@ struct FlowSolverCache::State {
 
 namespace {
 
+// Flows for many rows of one stack, sharing work between rows and layers.
+//
+// The middle-layer certificate (FLOW-NOTES.md): pick a layer h and supplies w at its nodes
+// (uniform, total 1). If source (l, r) can deliver exactly w to layer h (a "source half" flow on
+// layers l..h+1), and supplies <= w at layer h can deliver V_j to sink (0, j) (a "sink half" flow
+// on layers h..1), then trimming the source half to what the sink half uses (scale the paths
+// ending at each node of layer h) and joining the two (they use disjoint arcs) gives a feasible
+// flow of value V_j from (l, r) to (0, j). When V_j meets a cut of the full graph (the source's
+// out-arcs or the sink's in-arcs), that is the maximum. It costs one half flow per source and per
+// sink instead of one full flow per pair; pairs it does not certify are solved exactly one by
+// one, so the result is exact on any input.
 class FlowEngine {
  public:
   explicit FlowEngine(const LayerStack& A, FlowSolverCache* cache = nullptr)
