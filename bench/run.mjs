@@ -626,7 +626,7 @@ function table(info) {
       if (r.seconds === null) lines.push(`${r.case}: ${r.note}`);
       else if (r.impl === 'attnflow-cli-cold') lines.push(`${r.case}: ${r.what}: compute median ${fmt(r.seconds)} (${r.runs.map((x) => (x * 1000).toFixed(1)).join(', ')} ms), load ${fmt(r.load_seconds)}; every call < 10 ms: ${r.met ? 'yes' : 'NO'}`);
       else if (r.impl === 'attnflow-cli') lines.push(`${r.case}: ${r.what}: load ${fmt(r.load_seconds)}, compute ${fmt(r.seconds)}, wall ${fmt(r.wall_seconds)}, peak RSS ${r.peak_rss_mb?.toFixed(0)} MB`);
-      else lines.push(`${r.case}: ${r.what}: ${fmt(r.seconds)}, longest main-thread task ${r.longest_task_ms.toFixed(0)} ms, largest Chromium peak RSS ${r.peak_rss_mb.toFixed(0)} MB, flow max |diff| vs the CLI ${sci(r.max_abs_diff_vs_cli)}, page errors ${r.page_errors.length}`);
+      else lines.push(`${r.case}: ${r.what}: ${fmt(r.seconds)}, ${r.longest_task_ms > 0 ? `longest main-thread task ${r.longest_task_ms.toFixed(0)} ms` : 'no main-thread task of 50 ms or more (the Long Tasks API reports no shorter ones)'}, largest Chromium peak RSS ${r.peak_rss_mb.toFixed(0)} MB, flow max |diff| vs the CLI ${sci(r.max_abs_diff_vs_cli)}, page errors ${r.page_errors.length}`);
     }
   }
   const notes = records.filter((r) => r.note && !['attnflow-cli-cold', 'attnflow-cli', 'attnflow-page', 'naive-js'].includes(r.impl));
