@@ -250,7 +250,7 @@ class Session {
   /// Writes the certificate sink values of sinks first..last-1 at middle layer h to out.
   void certificateSinkValues(double alpha, double discard, int h, int first, int last, std::uintptr_t out) {
     guarded([&] {
-      const std::vector<double> values = attnflow::certificateSinkValues(mixed(alpha, discard), h, first, last);
+      const std::vector<double> values = attnflow::certificateSinkValues(mixed(alpha, discard), h, first, last, &flowSolver_);
       std::copy(values.begin(), values.end(), reinterpret_cast<double*>(out));
     });
   }
@@ -260,7 +260,7 @@ class Session {
                               std::uintptr_t rows, int numRows, std::uintptr_t out) {
     guarded([&] {
       const std::vector<char> flags = attnflow::certificateSourceFlags(
-          mixed(alpha, discard), intList(layers, numLayers), intList(rows, numRows));
+          mixed(alpha, discard), intList(layers, numLayers), intList(rows, numRows), &flowSolver_);
       std::copy(flags.begin(), flags.end(), reinterpret_cast<std::int32_t*>(out));
     });
   }
@@ -342,7 +342,7 @@ class Session {
   int numTokens_;
   attnflow::LayerStack fused_;
   std::optional<attnflow::LayerStack> mixed_;
-  attnflow::FlowSolverCache flowSolver_;  // of mixed_: the solver of the last layer solved
+  attnflow::FlowSolverCache flowSolver_;  // of mixed_: the solvers of the last requests
   double mixedAlpha_ = -1;
   double mixedDiscard_ = 0;
   std::optional<attnflow::LayerStack> rolloutAll_;  // of mixed_

@@ -1182,10 +1182,26 @@ class LayeredFlow {
 
 // Matrices of the layered graph below source layer `layer` (1-based, >= 2): node layers
 // layer-1 (top) down to 1 (bottom), arcs between them from A[layer-1] down to A[2].
-std::vector<const double*> innerMatrices(const LayerStack& A, int layer) {
+// Arcs A[from], A[from-1], ..., A[to] (1-based, from >= to): the matrices between node layers
+// from-1 ... to-1, top first, as LayeredFlow takes them.
+std::vector<const double*> arcMatrices(const LayerStack& A, int from, int to) {
   std::vector<const double*> mats;
-  for (int l = layer - 1; l >= 2; --l) mats.push_back(A[static_cast<std::size_t>(l - 1)].data());
+  for (int l = from; l >= to; --l) mats.push_back(A[static_cast<std::size_t>(l - 1)].data());
   return mats;
+}
+
+std::vector<const double*> innerMatrices(const LayerStack& A, int layer) {
+  return arcMatrices(A, layer - 1, 2);
+}
+
+// The certificate's half solvers (see FlowEngine). Source halves: node layers layer-1 .. h,
+// arcs A[layer-1] .. A[h+1]. Sink halves: node layers h .. 1, arcs A[h] .. A[2].
+std::unique_ptr<LayeredFlow> sourceHalfSolver(const LayerStack& A, int layer, int h) {
+  return std::make_unique<LayeredFlow>(static_cast<int>(A[0].rows()), arcMatrices(A, layer - 1, h + 1));
+}
+
+std::unique_ptr<LayeredFlow> sinkHalfSolver(const LayerStack& A, int h) {
+  return std::make_unique<LayeredFlow>(static_cast<int>(A[0].rows()), arcMatrices(A, h, 2));
 }
 
 // Exact flows from (layer, r) to every (0, j), written to out[0..n-1]. `firstT` is A[1]
@@ -1236,8 +1252,16 @@ void flowRowInto(LayeredFlow* solver, const LayerStack& A, int layer, int r,
 struct FlowSolverCache::State {
   const LayerStack* stack = nullptr;
   Matrix firstT;
+  // The certificate's supplies at the middle layer (1/n each). The half solvers cache facts about
+  // them by address, as about sinks, so they live here with the solvers.
+  std::vector<double> uniform;
   int layer = 0;
   std::unique_ptr<LayeredFlow> solver;
+  int sourceHalfLayer = 0;
+  int sourceHalfH = 0;
+  std::unique_ptr<LayeredFlow> sourceHalf;
+  int sinkHalfH = 0;
+  std::unique_ptr<LayeredFlow> sinkHalf;
 
   void forStack(const LayerStack& A) {
     if (stack == &A) return;
@@ -1256,10 +1280,38 @@ struct FlowSolverCache::State {
     return *solver;
   }
 
+  LayeredFlow& sourceHalfFor(const LayerStack& A, int sourceLayer, int h) {
+    forStack(A);
+    if (!sourceHalf || sourceHalfLayer != sourceLayer || sourceHalfH != h) {
+      sourceHalf.reset();
+      sourceHalf = sourceHalfSolver(A, sourceLayer, h);
+      sourceHalfLayer = sourceLayer;
+      sourceHalfH = h;
+    }
+    return *sourceHalf;
+  }
+
+  LayeredFlow& sinkHalfFor(const LayerStack& A, int h) {
+    forStack(A);
+    if (!sinkHalf || sinkHalfH != h) {
+      sinkHalf.reset();
+      sinkHalf = sinkHalfSolver(A, h);
+      sinkHalfH = h;
+    }
+    return *sinkHalf;
+  }
+
   const Matrix& firstTransposed(const LayerStack& A) {
     forStack(A);
     if (firstT.size() == 0) firstT = A[0].transpose();
     return firstT;
+  }
+
+  const std::vector<double>& uniformSupplies(const LayerStack& A) {
+    forStack(A);
+    const auto n = static_cast<std::size_t>(A[0].rows());
+    if (uniform.empty()) uniform.assign(n, 1.0 / static_cast<double>(n));
+    return uniform;
   }
 };
 
@@ -1302,8 +1354,9 @@ class FlowEngine {
   /// all sinks.
   std::vector<double> sinkHalfValues(int h, int first, int last) {
     std::vector<double> v(static_cast<std::size_t>(std::max(0, last - first)));
-    LayeredFlow half(n_, matrices(h, 2));
-    half.setSource(uniform_.data());
+    std::unique_ptr<LayeredFlow> own;
+    LayeredFlow& half = cache_ ? cache_->state().sinkHalfFor(A_, h) : *(own = sinkHalfSolver(A_, h));
+    half.setSource(uniform().data());
     for (int j = first; j < last; ++j) {
       const double* c = firstT().row(j).data();
       const double bound = half.upperBound(c);
@@ -1327,8 +1380,8 @@ class FlowEngine {
     // none does (a source reaches only the tokens up to its own in the middle layer), and the
     // sink halves would cost 2% of a last-layer run at L=12, n=128 for nothing.
     const std::vector<double>* sinkHalf = nullptr;
-    std::unique_ptr<LayeredFlow> sourceHalf;
-    if (h > 0 && sourceFlags.empty()) sourceHalf = sourceHalfSolver(layer, h);
+    std::unique_ptr<LayeredFlow> ownSourceHalf;  // without a cache
+    LayeredFlow* sourceHalf = h > 0 && sourceFlags.empty() ? sourceHalfFor(layer, h, ownSourceHalf) : nullptr;
     std::vector<char> known(static_cast<std::size_t>(n_));
     for (std::ptrdiff_t next = nextRow(); next >= 0; next = nextRow()) {
       const auto q = static_cast<std::size_t>(next);
@@ -1336,7 +1389,7 @@ class FlowEngine {
       const int r = rows[q];
       std::fill(known.begin(), known.end(), 0);
       const bool certifiedSource =
-          h > 0 && (sourceFlags.empty() ? deliversUniform(sourceHalf.get(), layer, r)
+          h > 0 && (sourceFlags.empty() ? deliversUniform(sourceHalf, layer, r)
                                         : sourceFlags[q] != 0);
       if (certifiedSource) {
         if (!sinkHalf) sinkHalf = &sinkHalves(h);
@@ -1369,22 +1422,15 @@ class FlowEngine {
     std::vector<char> flags(rows.size(), 0);
     const int h = middleLayer(layer, rows.size());
     if (h == 0) return flags;
-    const std::unique_ptr<LayeredFlow> half = sourceHalfSolver(layer, h);
+    std::unique_ptr<LayeredFlow> own;
+    LayeredFlow* half = sourceHalfFor(layer, h, own);
     for (std::size_t q = 0; q < rows.size(); ++q) {
-      flags[q] = deliversUniform(half.get(), layer, rows[q]) ? 1 : 0;
+      flags[q] = deliversUniform(half, layer, rows[q]) ? 1 : 0;
     }
     return flags;
   }
 
  private:
-  // Arcs A[from], A[from-1], ..., A[to] (1-based, from >= to), the matrices between node
-  // layers from-... see innerMatrices.
-  std::vector<const double*> matrices(int from, int to) const {
-    std::vector<const double*> mats;
-    for (int l = from; l >= to; --l) mats.push_back(A_[static_cast<std::size_t>(l - 1)].data());
-    return mats;
-  }
-
   // The middle layer for the certificate, or 0 for none. It needs a few layers on each side:
   // above h for a source to spread its unit evenly, below h for even supplies to gather into
   // one sink. h = layer / 2, also when a run has several layers (layers 2h and 2h + 1 share
@@ -1418,9 +1464,16 @@ class FlowEngine {
     return firstT_;
   }
 
-  // The source halves' graph: node layers layer-1 .. h, arcs A[layer-1] .. A[h+1].
-  std::unique_ptr<LayeredFlow> sourceHalfSolver(int layer, int h) const {
-    return std::make_unique<LayeredFlow>(n_, matrices(layer - 1, h + 1));
+  // The source halves' solver: the cache's, or a new one that `own` keeps.
+  LayeredFlow* sourceHalfFor(int layer, int h, std::unique_ptr<LayeredFlow>& own) {
+    if (cache_) return &cache_->state().sourceHalfFor(A_, layer, h);
+    own = sourceHalfSolver(A_, layer, h);
+    return own.get();
+  }
+
+  // The supplies at the middle layer; with a cache, the cache's (see State::uniform).
+  const std::vector<double>& uniform() {
+    return cache_ ? cache_->state().uniformSupplies(A_) : uniform_;
   }
 
   // Whether (layer, r) can deliver exactly uniform_ to the nodes of layer h (the solver's depth).
@@ -1428,9 +1481,10 @@ class FlowEngine {
     half->setSource(A_[static_cast<std::size_t>(layer - 1)].row(r).data());
     // Uniform supplies need every node of layer h (on causal inputs no source reaches them all).
     if (!half->reachesEveryLeaf()) return false;
-    const double bound = half->upperBound(uniform_.data());
+    const double* supplies = uniform().data();
+    const double bound = half->upperBound(supplies);
     if (bound < 1.0 - kMetTol) return false;
-    return half->solve(uniform_.data(), 1.0) >= 1.0 - kMetTol;
+    return half->solve(supplies, 1.0) >= 1.0 - kMetTol;
   }
 
   const LayerStack& A_;
@@ -1544,7 +1598,7 @@ int certificateMiddleLayer(const LayerStack& A, const std::vector<int>& layers,
 }
 
 std::vector<double> certificateSinkValues(const LayerStack& A, int middleLayer, int first,
-                                          int last) {
+                                          int last, FlowSolverCache* cache) {
   const int n = checkStack(A);
   if (middleLayer < 2 || middleLayer > static_cast<int>(A.size()) || first < 0 || first > last ||
       last > n) {
@@ -1552,14 +1606,14 @@ std::vector<double> certificateSinkValues(const LayerStack& A, int middleLayer, 
                      std::to_string(middleLayer) + ", sinks " + std::to_string(first) + ".." +
                      std::to_string(last - 1));
   }
-  return FlowEngine(A).sinkHalfValues(middleLayer, first, last);
+  return FlowEngine(A, cache).sinkHalfValues(middleLayer, first, last);
 }
 
 std::vector<char> certificateSourceFlags(const LayerStack& A, const std::vector<int>& layers,
-                                         const std::vector<int>& rows) {
+                                         const std::vector<int>& rows, FlowSolverCache* cache) {
   checkLayersRequest(A, layers, rows);
   std::vector<char> flags;
-  FlowEngine engine(A);
+  FlowEngine engine(A, cache);
   for (int layer : layers) {
     const std::vector<char> part = engine.sourceFlags(layer, rows);
     flags.insert(flags.end(), part.begin(), part.end());

@@ -41,12 +41,14 @@ struct CertificateParts {
 /// rows of uneven cost themselves (typically a counter shared by the threads).
 using ClaimUnit = std::function<std::size_t()>;
 
-/// The exact solver of one layer kept between attentionFlowLayers requests on one stack: its
-/// graph (arc bitsets) and flow storage, and A[1] transposed. The next request at that layer,
-/// such as another row clicked in an explorer, starts solving at once instead of building it
-/// (at L=12, n=128 in WASM building is ~0.3 ms of a ~2 ms one-row request, and in a fresh process
-/// the first writes to its 1.4 MB of flow storage cost ~3 ms more). It refers to the stack it was
-/// built for: pass it only with that stack, and clear() it before the stack changes or goes.
+/// The exact solvers kept between requests on one stack: the solver of one layer (its graph as
+/// arc bitsets, and flow storage), the certificate's two half solvers of the last multi-row
+/// request, and A[1] transposed. The next request at that layer, such as another row clicked in
+/// an explorer, starts solving at once instead of building them (at L=12, n=128 in WASM building
+/// the layer's solver is ~0.3 ms of a ~2 ms one-row request, and in a fresh process the first
+/// writes to its 1.4 MB of flow storage cost ~3 ms more; each half solver ~0.05 ms of a ~4 ms
+/// last-layer request). No computed value is kept. It refers to the stack it was built for: pass
+/// it only with that stack, and clear() it before the stack changes or goes.
 class FlowSolverCache {
  public:
   FlowSolverCache();
@@ -86,14 +88,16 @@ std::vector<Matrix> attentionFlowLayers(const LayerStack& A, const std::vector<i
 /// count.
 int certificateMiddleLayer(const LayerStack& A, const std::vector<int>& layers,
                            std::size_t numRows);
-/// The certificate's sink values at middleLayer for sinks first..last-1.
+/// The certificate's sink values at middleLayer for sinks first..last-1. With cache, the sink
+/// half solver comes from it and stays there.
 std::vector<double> certificateSinkValues(const LayerStack& A, int middleLayer, int first,
-                                          int last);
+                                          int last, FlowSolverCache* cache = nullptr);
 /// Per (layer, row), layer-major, whether the source passes the certificate's test (it can send
 /// the middle layer's uniform supplies): what attentionFlowLayers would find for these layers and
-/// rows. Needs no sink values.
+/// rows. Needs no sink values. With cache, the source half solver comes from it and stays there.
 std::vector<char> certificateSourceFlags(const LayerStack& A, const std::vector<int>& layers,
-                                         const std::vector<int>& rows);
+                                         const std::vector<int>& rows,
+                                         FlowSolverCache* cache = nullptr);
 
 /// The same numbers by one plain Dinic max-flow per (row, token) pair on the full layered graph.
 /// Slow; kept as the reference the fast path is tested against.

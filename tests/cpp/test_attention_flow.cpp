@@ -693,6 +693,28 @@ TEST_CASE("attention flow: a solver kept between requests gives the same numbers
       CHECK((kept[0].array() == plain[0].array()).all());
     }
   }
+  // The certificate's half solvers, kept too: multi-row requests at layers that use a middle
+  // layer, and its parts as a pool's workers ask for them (sink values in slices, source flags).
+  for (int it = 0; it < 30; ++it) {
+    const int n = 8 + it % 9;
+    const int layers = 6 + it % 5;
+    const LayerStack A = randomStack(gen, layers, n, static_cast<Kind>(it % kNumKinds));
+    cache.clear();
+    std::uniform_int_distribution<int> layerOf(6, layers), rowOf(0, n - 1);
+    for (int request = 0; request < 6; ++request) {
+      const std::vector<int> which{request % 2 == 0 ? layers : layerOf(gen)};
+      const std::vector<int> rows = allRows(n);
+      CHECK((attnflow::attentionFlowLayers(A, which, rows, {}, {}, {}, &cache)[0].array() ==
+             attnflow::attentionFlowLayers(A, which, rows)[0].array()).all());
+      const int h = attnflow::certificateMiddleLayer(A, which, rows.size());
+      REQUIRE(h > 0);
+      const int first = rowOf(gen);
+      CHECK(attnflow::certificateSinkValues(A, h, first, n, &cache) ==
+            attnflow::certificateSinkValues(A, h, first, n));
+      CHECK(attnflow::certificateSourceFlags(A, which, rows, &cache) ==
+            attnflow::certificateSourceFlags(A, which, rows));
+    }
+  }
   const LayerStack B = randomStack(gen, 5, 6, kSoftmax);
   cache.clear();
   CHECK_THROWS_AS(cache.prepare(B, 6), attnflow::InputError);
