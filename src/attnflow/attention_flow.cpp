@@ -1180,8 +1180,6 @@ class LayeredFlow {
 // ------------------------------------------------------------------------------------------
 // Per-source solving
 
-// Matrices of the layered graph below source layer `layer` (1-based, >= 2): node layers
-// layer-1 (top) down to 1 (bottom), arcs between them from A[layer-1] down to A[2].
 // Arcs A[from], A[from-1], ..., A[to] (1-based, from >= to): the matrices between node layers
 // from-1 ... to-1, top first, as LayeredFlow takes them.
 std::vector<const double*> arcMatrices(const LayerStack& A, int from, int to) {
@@ -1190,6 +1188,8 @@ std::vector<const double*> arcMatrices(const LayerStack& A, int from, int to) {
   return mats;
 }
 
+// Matrices of the layered graph below source layer `layer` (1-based, >= 2): node layers
+// layer-1 (top) down to 1 (bottom), arcs between them from A[layer-1] down to A[2].
 std::vector<const double*> innerMatrices(const LayerStack& A, int layer) {
   return arcMatrices(A, layer - 1, 2);
 }
@@ -1197,7 +1197,8 @@ std::vector<const double*> innerMatrices(const LayerStack& A, int layer) {
 // The certificate's half solvers (see FlowEngine). Source halves: node layers layer-1 .. h,
 // arcs A[layer-1] .. A[h+1]. Sink halves: node layers h .. 1, arcs A[h] .. A[2].
 std::unique_ptr<LayeredFlow> sourceHalfSolver(const LayerStack& A, int layer, int h) {
-  return std::make_unique<LayeredFlow>(static_cast<int>(A[0].rows()), arcMatrices(A, layer - 1, h + 1));
+  return std::make_unique<LayeredFlow>(static_cast<int>(A[0].rows()),
+                                       arcMatrices(A, layer - 1, h + 1));
 }
 
 std::unique_ptr<LayeredFlow> sinkHalfSolver(const LayerStack& A, int h) {
@@ -1355,7 +1356,8 @@ class FlowEngine {
   std::vector<double> sinkHalfValues(int h, int first, int last) {
     std::vector<double> v(static_cast<std::size_t>(std::max(0, last - first)));
     std::unique_ptr<LayeredFlow> own;
-    LayeredFlow& half = cache_ ? cache_->state().sinkHalfFor(A_, h) : *(own = sinkHalfSolver(A_, h));
+    LayeredFlow& half =
+        cache_ ? cache_->state().sinkHalfFor(A_, h) : *(own = sinkHalfSolver(A_, h));
     half.setSource(uniform().data());
     for (int j = first; j < last; ++j) {
       const double* c = firstT().row(j).data();
@@ -1381,7 +1383,8 @@ class FlowEngine {
     // sink halves would cost 2% of a last-layer run at L=12, n=128 for nothing.
     const std::vector<double>* sinkHalf = nullptr;
     std::unique_ptr<LayeredFlow> ownSourceHalf;  // without a cache
-    LayeredFlow* sourceHalf = h > 0 && sourceFlags.empty() ? sourceHalfFor(layer, h, ownSourceHalf) : nullptr;
+    LayeredFlow* sourceHalf =
+        h > 0 && sourceFlags.empty() ? sourceHalfFor(layer, h, ownSourceHalf) : nullptr;
     std::vector<char> known(static_cast<std::size_t>(n_));
     for (std::ptrdiff_t next = nextRow(); next >= 0; next = nextRow()) {
       const auto q = static_cast<std::size_t>(next);
@@ -1476,7 +1479,8 @@ class FlowEngine {
     return cache_ ? cache_->state().uniformSupplies(A_) : uniform_;
   }
 
-  // Whether (layer, r) can deliver exactly uniform_ to the nodes of layer h (the solver's depth).
+  // Whether (layer, r) can deliver exactly uniform() to the nodes of layer h (the solver's
+  // depth).
   bool deliversUniform(LayeredFlow* half, int layer, int r) {
     half->setSource(A_[static_cast<std::size_t>(layer - 1)].row(r).data());
     // Uniform supplies need every node of layer h (on causal inputs no source reaches them all).
