@@ -12,6 +12,9 @@
 //   maximum to ~1e-14 on unit-scale capacities.
 // * Warm starts (keeping the previous sink's flow) and the middle-layer certificate only choose
 //   where the search starts or which feasible flow is exhibited; they never skip the proof.
+// * The reversed graph (ReversedFlow: every arc turned around, flow from (0, j) to (layer, r)) has
+//   the same cuts with the same capacities, so its maximum flow is the same number; its solves
+//   start from a saved per-sink state, which again only chooses where the search starts.
 #include "attnflow/attention_flow.hpp"
 
 #include <algorithm>
@@ -66,6 +69,22 @@ void zeroFill(T* p, std::size_t count) {
 
 void copyWords(const std::uint64_t* from, std::size_t count, std::uint64_t* to) {
   const std::uint64_t zero = gOpaqueZero;
+  for (std::size_t k = 0; k < count; ++k) to[k] = from[k] | zero;
+}
+
+// copyWords() for doubles and ints, bit for bit.
+void copyDoubles(const double* from, std::size_t count, double* to) {
+  const std::uint64_t zero = gOpaqueZero;
+  for (std::size_t k = 0; k < count; ++k) {
+    std::uint64_t bits;
+    std::memcpy(&bits, from + k, sizeof bits);
+    bits |= zero;
+    std::memcpy(to + k, &bits, sizeof bits);
+  }
+}
+
+void copyInts(const int* from, std::size_t count, int* to) {
+  const int zero = static_cast<int>(gOpaqueZero);
   for (std::size_t k = 0; k < count; ++k) to[k] = from[k] | zero;
 }
 
@@ -241,6 +260,85 @@ class LayeredFlow {
       }
     }
     inCapReady_ = false;
+  }
+
+  /// The whole state a solve reads (source, reach, flows, residual bitsets), for
+  /// ReversedFlow's per-sink starting points. loadState() after saveState() makes the solver
+  /// exactly as it was then, whatever ran in between, so a solve from it is the same bitwise.
+  struct SavedState {
+    const double* s = nullptr;
+    double sourceCap = 0.0;
+    bool inCapReady = false;
+    const void* flowFacts = nullptr;
+    std::vector<double> inCap, fs, ft, flows;
+    std::vector<std::uint64_t> reach, up, residualRows;
+    std::vector<int> touched;
+  };
+
+  __attribute__((noinline)) void saveState(SavedState& z) const {
+    z.s = s_;
+    z.sourceCap = sourceCap_;
+    z.inCapReady = inCapReady_;
+    z.flowFacts = flowFacts_;
+    // Sized once, then written through the copy loops (memcpy at -Oz is slow in WASM).
+    const auto copyAll = [](const auto& from, auto& to, auto copy) {
+      to.resize(from.size());
+      copy(from.data(), from.size(), to.data());
+    };
+    copyAll(inCap_, z.inCap, copyDoubles);
+    copyAll(fs_, z.fs, copyDoubles);
+    copyAll(ft_, z.ft, copyDoubles);
+    copyAll(reach_, z.reach, copyWords);
+    copyAll(up_, z.up, copyWords);
+    copyAll(touched_, z.touched, copyInts);
+    std::size_t length = 0;
+    for (int v : touched_) length += uz(rowSpan_[uz(v)].second - rowSpan_[uz(v)].first);
+    z.flows.resize(length);
+    z.residualRows.resize(touched_.size() * uz(words_));
+    std::size_t at = 0;
+    for (std::size_t x = 0; x < touched_.size(); ++x) {
+      const int v = touched_[x];
+      const std::pair<int, int> span = rowSpan_[uz(v)];
+      const std::size_t rowLength = uz(span.second - span.first);
+      copyDoubles(flow_.get() + uz(v) * uz(n_) + uz(span.first), rowLength, z.flows.data() + at);
+      at += rowLength;
+      copyWords(residual_.data() + uz(v) * uz(words_), uz(words_),
+                z.residualRows.data() + x * uz(words_));
+    }
+  }
+
+  __attribute__((noinline)) void loadState(const SavedState& z) {
+    // Rows touched now but not then go back to untouched (the saved rows are written below).
+    for (int v : z.touched) isTouched_[uz(v)] = 2;
+    for (int v : touched_) {
+      if (isTouched_[uz(v)] == 2) continue;
+      copyWords(adjacency_.data() + uz(v) * uz(words_), uz(words_),
+                residual_.data() + uz(v) * uz(words_));
+      isTouched_[uz(v)] = 0;
+    }
+    // (Copies through copyDoubles()/copyWords(): memcpy at -Oz is slow in WASM, see zeroFill.)
+    touched_.resize(z.touched.size());
+    copyInts(z.touched.data(), z.touched.size(), touched_.data());
+    std::size_t at = 0;
+    for (std::size_t x = 0; x < touched_.size(); ++x) {
+      const int v = touched_[x];
+      isTouched_[uz(v)] = 1;
+      const std::pair<int, int> span = rowSpan_[uz(v)];
+      const std::size_t length = uz(span.second - span.first);
+      copyDoubles(z.flows.data() + at, length, flow_.get() + uz(v) * uz(n_) + uz(span.first));
+      at += length;
+      copyWords(z.residualRows.data() + x * uz(words_), uz(words_),
+                residual_.data() + uz(v) * uz(words_));
+    }
+    s_ = z.s;
+    sourceCap_ = z.sourceCap;
+    inCapReady_ = z.inCapReady;
+    flowFacts_ = static_cast<const LeafFacts*>(z.flowFacts);
+    copyDoubles(z.inCap.data(), z.inCap.size(), inCap_.data());
+    copyDoubles(z.fs.data(), z.fs.size(), fs_.data());
+    copyDoubles(z.ft.data(), z.ft.size(), ft_.data());
+    copyWords(z.reach.data(), z.reach.size(), reach_.data());
+    copyWords(z.up.data(), z.up.size(), up_.data());
   }
 
   /// Writes every row of the flow storage once (zeros; rows are zeroed again when first touched),
@@ -1246,6 +1344,67 @@ void flowRowInto(LayeredFlow* solver, const LayerStack& A, int layer, int r,
   }
 }
 
+// Sink-major solving on the reversed graph, for many rows of one layer (see FlowEngine::run).
+// The flow from (layer, r) to (0, j) is also the flow from (0, j) to (layer, r) on the graph with
+// every arc turned around: a LayeredFlow whose source arcs are column j of A[1] (row j of A[1]
+// transposed), whose matrices are A[2]^T .. A[layer-1]^T, and whose leaf arcs are row r of
+// A[layer]. Each sink j gets one fixed starting point: the state after a maximum flow from
+// (0, j) into the leaf capacities `base_` (the mean row of A[layer], which depends on the stack
+// alone), saved once per request and loaded again before each pair, so the number returned for
+// (r, j) depends on r and j only, never on which rows were solved before or with it (a pool's
+// workers claim rows at run time; their numbers must be bitwise a single thread's). A warm start
+// from the base is still only where the search starts: solve()'s cut test or failed BFS proves
+// the value, as for a warm start from the previous sink.
+// Kept out of line from FlowEngine::run: the forward solver's code must not change when this
+// mode exists (NOTES round 9: inlining shifts cost the forward paths 5-12% in WASM).
+class ReversedFlow {
+ public:
+  ReversedFlow(const LayerStack& A, int layer) : n_(static_cast<int>(A[0].rows())) {
+    transposed_.reserve(static_cast<std::size_t>(std::max(0, layer - 2)));
+    std::vector<const double*> mats;
+    for (int l = 2; l <= layer - 1; ++l) {
+      transposed_.push_back(A[static_cast<std::size_t>(l - 1)].transpose());
+      mats.push_back(transposed_.back().data());
+    }
+    const Matrix& top = A[static_cast<std::size_t>(layer - 1)];
+    base_.assign(static_cast<std::size_t>(n_), 0.0);
+    for (Index r = 0; r < n_; ++r) {
+      for (Index k = 0; k < n_; ++k) base_[static_cast<std::size_t>(k)] += top(r, k);
+    }
+    for (double& b : base_) b /= n_;
+    solver_ = std::make_unique<LayeredFlow>(n_, std::move(mats));
+    saved_.resize(static_cast<std::size_t>(n_));
+    ready_.assign(static_cast<std::size_t>(n_), 0);
+  }
+
+  /// Forgets the saved starting points (each request computes its own).
+  void newRequest() { std::fill(ready_.begin(), ready_.end(), 0); }
+
+  /// The exact flow between source row `leaf` (row r of A[layer]) and sink j.
+  __attribute__((noinline)) double flow(const double* leaf, const Matrix& firstT, int j) {
+    const auto sj = static_cast<std::size_t>(j);
+    LayeredFlow& f = *solver_;
+    if (!ready_[sj]) {
+      f.setSource(firstT.row(j).data());
+      const double bound = f.upperBound(base_.data());
+      if (bound > kEps) (void)f.solve(base_.data(), bound);
+      f.saveState(saved_[sj]);
+      ready_[sj] = 1;
+    }
+    f.loadState(saved_[sj]);
+    const double bound = f.upperBound(leaf);
+    return bound > kEps ? f.solve(leaf, bound) : std::max(bound, 0.0);
+  }
+
+ private:
+  int n_;
+  std::vector<Matrix> transposed_;  // A[2]^T .. A[layer-1]^T, the solver's matrices
+  std::vector<double> base_;        // its address keys the solver's facts: fixed for its life
+  std::unique_ptr<LayeredFlow> solver_;
+  std::vector<LayeredFlow::SavedState> saved_;
+  std::vector<char> ready_;
+};
+
 }  // namespace
 
 // What a FlowSolverCache keeps. Defined here, next to LayeredFlow, which stays internal to this
@@ -1263,6 +1422,8 @@ struct FlowSolverCache::State {
   std::unique_ptr<LayeredFlow> sourceHalf;
   int sinkHalfH = 0;
   std::unique_ptr<LayeredFlow> sinkHalf;
+  int reversedLayer = 0;
+  std::unique_ptr<ReversedFlow> reversed;
 
   void forStack(const LayerStack& A) {
     if (stack == &A) return;
@@ -1300,6 +1461,16 @@ struct FlowSolverCache::State {
       sinkHalfH = h;
     }
     return *sinkHalf;
+  }
+
+  ReversedFlow& reversedFor(const LayerStack& A, int sourceLayer) {
+    forStack(A);
+    if (!reversed || reversedLayer != sourceLayer) {
+      reversed.reset();
+      reversed = std::make_unique<ReversedFlow>(A, sourceLayer);
+      reversedLayer = sourceLayer;
+    }
+    return *reversed;
   }
 
   const Matrix& firstTransposed(const LayerStack& A) {
@@ -1386,6 +1557,11 @@ class FlowEngine {
     LayeredFlow* sourceHalf =
         h > 0 && sourceFlags.empty() ? sourceHalfFor(layer, h, ownSourceHalf) : nullptr;
     std::vector<char> known(static_cast<std::size_t>(n_));
+    // Many rows of a non-causal layer: pairs the certificate leaves are solved on the reversed
+    // graph from a fixed start per sink (ReversedFlow), built at the first such pair.
+    const bool reversedMode = usesReversed(layer, rows.size());
+    ReversedFlow* reversed = nullptr;
+    std::unique_ptr<ReversedFlow> ownReversed;  // without a cache
     for (std::ptrdiff_t next = nextRow(); next >= 0; next = nextRow()) {
       const auto q = static_cast<std::size_t>(next);
       double* row = out.row(static_cast<Index>(q)).data();
@@ -1405,7 +1581,12 @@ class FlowEngine {
           }
         }
       }
-      if (std::find(known.begin(), known.end(), 0) != known.end()) {
+      if (std::find(known.begin(), known.end(), 0) == known.end()) {
+        // every pair settled by the certificate
+      } else if (reversedMode) {
+        if (!reversed) reversed = &reversedFor(layer, ownReversed);
+        reversedRowInto(*reversed, layer, r, row, known);
+      } else {
         if (!solver && cache_) solver = &cache_->state().solverFor(A_, layer);
         if (!solver) {
           ownSolver = std::make_unique<LayeredFlow>(n_, innerMatrices(A_, layer));
@@ -1443,6 +1624,50 @@ class FlowEngine {
   // settled few pairs of layers 8-12, which fell back to one solve each: layers 6-12 at L=12,
   // n=128 took 2.12 s natively with h = 3 against 0.70 s with h = layer / 2 (flat inputs: 21
   // against 26 ms); every layer 4.95 s -> 2.48 s (flat: 0.84 -> 0.76 s).
+  // Whether run() solves the pairs the certificate leaves on the reversed graph (ReversedFlow):
+  // exactly where it uses the certificate (layers >= 6, at least 8 rows), so the two modes switch
+  // together for every share or claim of a request; where one saved start per sink fits in
+  // ~32 MB (n^3 doubles per inner matrix: n = 32 at any depth, n = 64 up to layer 18, never at
+  // n = 128); and not on causal inputs (every inner matrix lower-triangular), where the forward
+  // sink order from last to first already keeps most of each flow. (From layer 3, where there is
+  // no certificate, peaky rows gained 3% in WASM but flat rows lost 15% and alpha = 1 45%: too
+  // many cheap solves, each paying for a saved start.)
+  bool usesReversed(int layer, std::size_t numRows) const {
+    if (middleLayer(layer, numRows) == 0) return false;
+    const double cells = static_cast<double>(n_) * n_ * n_ * (layer - 2);
+    if (cells > 4.0 * 1024 * 1024) return false;
+    for (int l = 2; l <= layer - 1; ++l) {
+      const Matrix& m = A_[static_cast<std::size_t>(l - 1)];
+      for (Index i = 0; i < n_; ++i) {
+        for (Index k = i + 1; k < n_; ++k) {
+          if (m(i, k) > kEps) return true;
+        }
+      }
+    }
+    return false;
+  }
+
+  __attribute__((noinline)) ReversedFlow& reversedFor(int layer, std::unique_ptr<ReversedFlow>& own) {
+    ReversedFlow* flow = nullptr;
+    if (cache_) {
+      flow = &cache_->state().reversedFor(A_, layer);
+    } else {
+      own = std::make_unique<ReversedFlow>(A_, layer);
+      flow = own.get();
+    }
+    flow->newRequest();
+    return *flow;
+  }
+
+  __attribute__((noinline)) void reversedRowInto(ReversedFlow& reversed, int layer, int r,
+                                                 double* out, const std::vector<char>& known) {
+    const double* leaf = A_[static_cast<std::size_t>(layer - 1)].row(r).data();
+    const Matrix& sinks = firstT();
+    for (int j = 0; j < n_; ++j) {
+      if (!known[static_cast<std::size_t>(j)]) out[j] = reversed.flow(leaf, sinks, j);
+    }
+  }
+
   static int middleLayer(int layer, std::size_t numRows) {
     if (layer < kFirstCertificateLayer || numRows < 8) return 0;
     return layer / 2;

@@ -723,3 +723,110 @@ TEST_CASE("attention flow: a solver kept between requests gives the same numbers
   CHECK((attnflow::attentionFlowLayers(B, {5}, {0}, {}, {}, {}, &cache)[0].array() ==
          attnflow::attentionFlow(B, 5, {0}).array()).all());
 }
+
+TEST_CASE("attention flow: pairs solved on the reversed graph (many rows, layers >= 6) equal the "
+          "plain max-flow, and rows split, claimed or cached give the same numbers bitwise") {
+  // At layers >= 6 with >= 8 rows (n <= 64, not causal) the pairs the certificate leaves are
+  // solved on the reversed graph from a saved start per sink (ReversedFlow). Each number must be
+  // the maximum flow, and must not depend on which other rows were solved in the same call.
+  std::mt19937 gen(1101);
+  std::mt19937 rng(1102);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  // Rows as peaky as a trained model's (a few large weights), alpha 0.5: the case the mode is for.
+  const auto peakyStack = [&](int layers, int n) {
+    LayerStack stack;
+    for (int l = 0; l < layers; ++l) {
+      Matrix a(n, n);
+      for (int i = 0; i < n; ++i) {
+        for (int j = 0; j < n; ++j) a(i, j) = std::exp(3.0 * normal(gen));
+        a.row(i) *= 0.5 / a.row(i).sum();
+        a(i, i) += 0.5;
+      }
+      stack.push_back(a);
+    }
+    return stack;
+  };
+#ifdef NDEBUG
+  const int iterations = 3000;
+#else
+  const int iterations = 420;
+#endif
+  double worst = 0.0;
+  int graphs = 0;
+  for (int it = 0; it < iterations; ++it) {
+    const int layers = 6 + it % 3;
+    const int n = 8 + (it / 3) % 6;
+    const int kindIndex = (it / 18) % (kNumKinds + 1);
+    const LayerStack A = kindIndex == kNumKinds ? peakyStack(layers, n)
+                                                : randomStack(gen, layers, n, static_cast<Kind>(kindIndex));
+    const int layer = 6 + static_cast<int>(rng() % static_cast<unsigned>(layers - 5));
+    const std::vector<int> rows = allRows(n);
+    const Matrix whole = attnflow::attentionFlowLayers(A, {layer}, rows)[0];
+    const Matrix ref = attnflow::attentionFlowReference(A, layer, rows);
+    const double d = maxAbsDiff(whole, ref);
+    worst = std::max(worst, d);
+    if (d > 1e-9) {
+      FAIL("mismatch " << d << " at it " << it << " kind " << kindIndex << " L " << layers << " n "
+                       << n << " layer " << layer);
+    }
+    ++graphs;
+    // Units dealt ahead to 3 callers in runs of 1-4 rows: each caller solves its rows alone.
+    std::vector<int> owner(static_cast<std::size_t>(n));
+    for (std::size_t q = 0; q < owner.size();) {
+      const int who = static_cast<int>(rng() % 3);
+      for (std::size_t run = 1 + rng() % 4; run > 0 && q < owner.size(); --run) owner[q++] = who;
+    }
+    for (int p = 0; p < 3; ++p) {
+      std::size_t next = 0;
+      const Matrix part = attnflow::attentionFlowLayers(A, {layer}, rows, {}, {}, [&] {
+        while (next < owner.size() && owner[next] != p) ++next;
+        return next < owner.size() ? next++ : owner.size();
+      })[0];
+      for (int q = 0; q < n; ++q) {
+        if (owner[static_cast<std::size_t>(q)] != p) continue;
+        for (int j = 0; j < n; ++j) {
+          if (part(q, j) != whole(q, j)) {
+            FAIL("claimed row " << q << " sink " << j << " differs at it " << it << ": "
+                                << part(q, j) << " vs " << whole(q, j));
+          }
+        }
+      }
+    }
+    // The rows in another order, and with a cache that solved other rows first.
+    std::vector<int> shuffled = rows;
+    std::shuffle(shuffled.begin(), shuffled.end(), rng);
+    attnflow::FlowSolverCache cache;
+    std::vector<int> some(shuffled.begin(), shuffled.begin() + 8);
+    (void)attnflow::attentionFlowLayers(A, {layer}, some, {}, {}, {}, &cache);
+    const Matrix reordered = attnflow::attentionFlowLayers(A, {layer}, shuffled, {}, {}, {}, &cache)[0];
+    for (int q = 0; q < n; ++q) {
+      for (int j = 0; j < n; ++j) {
+        if (reordered(q, j) != whole(shuffled[static_cast<std::size_t>(q)], j)) {
+          FAIL("reordered row " << shuffled[static_cast<std::size_t>(q)] << " sink " << j
+                                << " differs at it " << it);
+        }
+      }
+    }
+  }
+  MESSAGE("reversed graph: compared " << graphs << " layers with the plain max-flow, worst "
+                                      << worst);
+  CHECK(worst <= 1e-9);
+  // Shares of >= 8 rows (the pool's static split: snake order), at n = 16..23.
+  for (int it = 0; it < 60; ++it) {
+    const int n = 16 + it % 8;
+    const LayerStack A = it % 2 ? peakyStack(8, n) : randomStack(gen, 8, n, static_cast<Kind>(it % kNumKinds));
+    const int layer = 6 + it % 3;
+    const Matrix whole = attnflow::attentionFlowLayers(A, {layer}, allRows(n))[0];
+    std::vector<int> shares[2];
+    for (int k = 0; k < n; ++k) shares[(k / 2) % 2 == 0 ? k % 2 : 1 - k % 2].push_back(k);
+    for (const std::vector<int>& share : shares) {
+      const Matrix part = attnflow::attentionFlowLayers(A, {layer}, share)[0];
+      for (std::size_t q = 0; q < share.size(); ++q) {
+        for (int j = 0; j < n; ++j) {
+          CHECK(part(static_cast<Eigen::Index>(q), j) == whole(share[q], j));
+        }
+      }
+    }
+  }
+}
