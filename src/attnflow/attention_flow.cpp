@@ -1615,15 +1615,6 @@ class FlowEngine {
   }
 
  private:
-  // The middle layer for the certificate, or 0 for none. It needs a few layers on each side:
-  // above h for a source to spread its unit evenly, below h for even supplies to gather into
-  // one sink. h = layer / 2, also when a run has several layers (layers 2h and 2h + 1 share
-  // their sink halves). A multi-layer run used to take h = 3 for every layer, so that one set of
-  // sink halves served all: on the flat synthetic inputs that certified every pair from layer 6
-  // up, but on rows as peaky as a trained model's (bench/synthetic.mjs, profile peaky) it
-  // settled few pairs of layers 8-12, which fell back to one solve each: layers 6-12 at L=12,
-  // n=128 took 2.12 s natively with h = 3 against 0.70 s with h = layer / 2 (flat inputs: 21
-  // against 26 ms); every layer 4.95 s -> 2.48 s (flat: 0.84 -> 0.76 s).
   // Whether run() solves the pairs the certificate leaves on the reversed graph (ReversedFlow):
   // exactly where it uses the certificate (layers >= 6, at least 8 rows), so the two modes switch
   // together for every share or claim of a request; where one saved start per sink fits in
@@ -1647,7 +1638,8 @@ class FlowEngine {
     return false;
   }
 
-  __attribute__((noinline)) ReversedFlow& reversedFor(int layer, std::unique_ptr<ReversedFlow>& own) {
+  __attribute__((noinline)) ReversedFlow& reversedFor(int layer,
+                                                      std::unique_ptr<ReversedFlow>& own) {
     ReversedFlow* flow = nullptr;
     if (cache_) {
       flow = &cache_->state().reversedFor(A_, layer);
@@ -1668,6 +1660,15 @@ class FlowEngine {
     }
   }
 
+  // The middle layer for the certificate, or 0 for none. It needs a few layers on each side:
+  // above h for a source to spread its unit evenly, below h for even supplies to gather into
+  // one sink. h = layer / 2, also when a run has several layers (layers 2h and 2h + 1 share
+  // their sink halves). A multi-layer run used to take h = 3 for every layer, so that one set of
+  // sink halves served all: on the flat synthetic inputs that certified every pair from layer 6
+  // up, but on rows as peaky as a trained model's (bench/synthetic.mjs, profile peaky) it
+  // settled few pairs of layers 8-12, which fell back to one solve each: layers 6-12 at L=12,
+  // n=128 took 2.12 s natively with h = 3 against 0.70 s with h = layer / 2 (flat inputs: 21
+  // against 26 ms); every layer 4.95 s -> 2.48 s (flat: 0.84 -> 0.76 s).
   static int middleLayer(int layer, std::size_t numRows) {
     if (layer < kFirstCertificateLayer || numRows < 8) return 0;
     return layer / 2;
