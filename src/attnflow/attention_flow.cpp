@@ -1405,6 +1405,24 @@ class ReversedFlow {
   std::vector<char> ready_;
 };
 
+// One solver kept for the key it was built for (a layer, a middle layer, ...): asked again with
+// that key it is reused; asked with another, it is replaced.
+template <typename Solver, typename Key>
+struct KeptSolver {
+  Key key{};
+  std::unique_ptr<Solver> solver;
+
+  template <typename Build>
+  Solver& get(const Key& wanted, Build build) {
+    if (!solver || key != wanted) {
+      solver.reset();  // the old one's memory first, for the new one to reuse
+      solver = build();
+      key = wanted;
+    }
+    return *solver;
+  }
+};
+
 }  // namespace
 
 // What a FlowSolverCache keeps. Defined here, next to LayeredFlow, which stays internal to this
@@ -1415,15 +1433,10 @@ struct FlowSolverCache::State {
   // The certificate's supplies at the middle layer (1/n each). The half solvers cache facts about
   // them by address, as about sinks, so they live here with the solvers.
   std::vector<double> uniform;
-  int layer = 0;
-  std::unique_ptr<LayeredFlow> solver;
-  int sourceHalfLayer = 0;
-  int sourceHalfH = 0;
-  std::unique_ptr<LayeredFlow> sourceHalf;
-  int sinkHalfH = 0;
-  std::unique_ptr<LayeredFlow> sinkHalf;
-  int reversedLayer = 0;
-  std::unique_ptr<ReversedFlow> reversed;
+  KeptSolver<LayeredFlow, int> layerSolver;                 // by source layer
+  KeptSolver<LayeredFlow, std::pair<int, int>> sourceHalf;  // by (source layer, middle layer)
+  KeptSolver<LayeredFlow, int> sinkHalf;                    // by middle layer
+  KeptSolver<ReversedFlow, int> reversed;                   // by source layer
 
   void forStack(const LayerStack& A) {
     if (stack == &A) return;
@@ -1433,44 +1446,26 @@ struct FlowSolverCache::State {
 
   LayeredFlow& solverFor(const LayerStack& A, int sourceLayer) {
     forStack(A);
-    if (!solver || layer != sourceLayer) {
-      solver.reset();  // the old one's memory first, for the new one to reuse
-      solver = std::make_unique<LayeredFlow>(static_cast<int>(A[0].rows()),
-                                             innerMatrices(A, sourceLayer));
-      layer = sourceLayer;
-    }
-    return *solver;
+    return layerSolver.get(sourceLayer, [&] {
+      return std::make_unique<LayeredFlow>(static_cast<int>(A[0].rows()),
+                                           innerMatrices(A, sourceLayer));
+    });
   }
 
   LayeredFlow& sourceHalfFor(const LayerStack& A, int sourceLayer, int h) {
     forStack(A);
-    if (!sourceHalf || sourceHalfLayer != sourceLayer || sourceHalfH != h) {
-      sourceHalf.reset();
-      sourceHalf = sourceHalfSolver(A, sourceLayer, h);
-      sourceHalfLayer = sourceLayer;
-      sourceHalfH = h;
-    }
-    return *sourceHalf;
+    return sourceHalf.get({sourceLayer, h}, [&] { return sourceHalfSolver(A, sourceLayer, h); });
   }
 
   LayeredFlow& sinkHalfFor(const LayerStack& A, int h) {
     forStack(A);
-    if (!sinkHalf || sinkHalfH != h) {
-      sinkHalf.reset();
-      sinkHalf = sinkHalfSolver(A, h);
-      sinkHalfH = h;
-    }
-    return *sinkHalf;
+    return sinkHalf.get(h, [&] { return sinkHalfSolver(A, h); });
   }
 
   ReversedFlow& reversedFor(const LayerStack& A, int sourceLayer) {
     forStack(A);
-    if (!reversed || reversedLayer != sourceLayer) {
-      reversed.reset();
-      reversed = std::make_unique<ReversedFlow>(A, sourceLayer);
-      reversedLayer = sourceLayer;
-    }
-    return *reversed;
+    return reversed.get(sourceLayer,
+                        [&] { return std::make_unique<ReversedFlow>(A, sourceLayer); });
   }
 
   const Matrix& firstTransposed(const LayerStack& A) {
