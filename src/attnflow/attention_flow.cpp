@@ -345,6 +345,21 @@ class LayeredFlow {
   /// so that no solve pays the first-write page faults of fresh memory.
   void writeStorage() { zeroFill(flow_.get(), mats_.size() * uz(n_) * uz(n_)); }
 
+  /// The memory a solver of numMats arc matrices between n-node layers takes when built: the
+  /// flow storage and the per-arc bitsets (the rest is per node, small beside them).
+  static std::size_t bytesFor(int n, int numMats) {
+    const std::size_t words = (uz(n) + 63) / 64;
+    const std::size_t rows = uz(std::max(0, numMats)) * uz(n);
+    return rows * (uz(n) * sizeof(double) + 3 * words * sizeof(std::uint64_t) +
+                   sizeof(std::pair<int, int>));
+  }
+
+  /// bytesFor() and what the solver has cached since it was built (facts about sinks).
+  std::size_t memoryBytes() const {
+    return bytesFor(n_, static_cast<int>(mats_.size())) +
+           leafFacts_.size() * uz(layerWords_ + words_) * sizeof(std::uint64_t);
+  }
+
   /// Whether every arc goes from a node to one of the same or a lower index (a causal mask).
   bool lowerTriangular() const { return lowerTriangular_; }
 
@@ -1380,6 +1395,28 @@ class ReversedFlow {
   /// Forgets the saved starting points (each request computes its own).
   void newRequest() { std::fill(ready_.begin(), ready_.end(), 0); }
 
+  /// The memory one for sources at `layer` takes when built (matrices transposed, and solver).
+  static std::size_t bytesFor(int n, int layer) {
+    const int numMats = std::max(0, layer - 2);
+    return static_cast<std::size_t>(numMats) * static_cast<std::size_t>(n) *
+               static_cast<std::size_t>(n) * sizeof(double) +
+           LayeredFlow::bytesFor(n, numMats);
+  }
+
+  /// bytesFor(), the solver's caches and the starting points saved so far.
+  std::size_t memoryBytes() const {
+    const auto n = static_cast<std::size_t>(n_);
+    std::size_t bytes = transposed_.size() * n * n * sizeof(double) + solver_->memoryBytes();
+    for (const LayeredFlow::SavedState& z : saved_) {
+      bytes += (z.inCap.capacity() + z.fs.capacity() + z.ft.capacity() + z.flows.capacity()) *
+                   sizeof(double) +
+               (z.reach.capacity() + z.up.capacity() + z.residualRows.capacity()) *
+                   sizeof(std::uint64_t) +
+               z.touched.capacity() * sizeof(int);
+    }
+    return bytes;
+  }
+
   /// The exact flow between source row `leaf` (row r of A[layer]) and sink j.
   __attribute__((noinline)) double flow(const double* leaf, const Matrix& firstT, int j) {
     const auto sj = static_cast<std::size_t>(j);
@@ -1405,22 +1442,39 @@ class ReversedFlow {
   std::vector<char> ready_;
 };
 
-// One solver kept for the key it was built for (a layer, a middle layer, ...): asked again with
-// that key it is reused; asked with another, it is replaced.
+// Solvers kept for the keys they were built for (a layer, a middle layer, ...), the most
+// recently used last. Asked again with a key it holds, one is reused; asked with another, a new
+// one is built, after the least recently used ones are dropped for as long as the kept ones and
+// the new one (`newBytes`) would take more than `budget` bytes. The newest is always kept,
+// whatever its size. A request over many layers asks for a solver per layer; keeping only the
+// last one rebuilt them all on every such request (every row of every layer at L=12, n=32: 0.5
+// ms of ~4 ms in WASM, paid again by each worker of a pool). Dropping before building lets the
+// new solver reuse the memory (at n = 512 one solver takes ~48 MB).
 template <typename Solver, typename Key>
-struct KeptSolver {
-  Key key{};
-  std::unique_ptr<Solver> solver;
-
+class KeptSolvers {
+ public:
   template <typename Build>
-  Solver& get(const Key& wanted, Build build) {
-    if (!solver || key != wanted) {
-      solver.reset();  // the old one's memory first, for the new one to reuse
-      solver = build();
-      key = wanted;
+  Solver& get(const Key& wanted, std::size_t newBytes, std::size_t budget, Build build) {
+    for (std::size_t k = 0; k < kept_.size(); ++k) {
+      if (kept_[k].first == wanted) {
+        std::rotate(kept_.begin() + static_cast<std::ptrdiff_t>(k),
+                    kept_.begin() + static_cast<std::ptrdiff_t>(k) + 1, kept_.end());
+        return *kept_.back().second;
+      }
     }
-    return *solver;
+    std::size_t total = newBytes;
+    for (const auto& entry : kept_) total += entry.second->memoryBytes();
+    std::size_t dropped = 0;
+    while (dropped < kept_.size() && total > budget) {
+      total -= kept_[dropped++].second->memoryBytes();
+    }
+    kept_.erase(kept_.begin(), kept_.begin() + static_cast<std::ptrdiff_t>(dropped));
+    kept_.emplace_back(wanted, build());
+    return *kept_.back().second;
   }
+
+ private:
+  std::vector<std::pair<Key, std::unique_ptr<Solver>>> kept_;
 };
 
 }  // namespace
@@ -1428,43 +1482,51 @@ struct KeptSolver {
 // What a FlowSolverCache keeps. Defined here, next to LayeredFlow, which stays internal to this
 // file (with external linkage the solver's hot methods were inlined less: +5-10% in WASM).
 struct FlowSolverCache::State {
+  explicit State(std::size_t budget) : keptBytes(budget) {}
+
+  std::size_t keptBytes;  // per kind of solver below (see KeptSolvers)
   const LayerStack* stack = nullptr;
   Matrix firstT;
   // The certificate's supplies at the middle layer (1/n each). The half solvers cache facts about
   // them by address, as about sinks, so they live here with the solvers.
   std::vector<double> uniform;
-  KeptSolver<LayeredFlow, int> layerSolver;                 // by source layer
-  KeptSolver<LayeredFlow, std::pair<int, int>> sourceHalf;  // by (source layer, middle layer)
-  KeptSolver<LayeredFlow, int> sinkHalf;                    // by middle layer
-  KeptSolver<ReversedFlow, int> reversed;                   // by source layer
+  KeptSolvers<LayeredFlow, int> layerSolvers;                 // by source layer
+  KeptSolvers<LayeredFlow, std::pair<int, int>> sourceHalves;  // by (source layer, middle layer)
+  KeptSolvers<LayeredFlow, int> sinkHalves;                    // by middle layer
+  KeptSolvers<ReversedFlow, int> reversed;                     // by source layer
 
   void forStack(const LayerStack& A) {
     if (stack == &A) return;
-    *this = State();
+    *this = State(keptBytes);
     stack = &A;
   }
 
   LayeredFlow& solverFor(const LayerStack& A, int sourceLayer) {
     forStack(A);
-    return layerSolver.get(sourceLayer, [&] {
-      return std::make_unique<LayeredFlow>(static_cast<int>(A[0].rows()),
-                                           innerMatrices(A, sourceLayer));
+    const int n = static_cast<int>(A[0].rows());
+    return layerSolvers.get(sourceLayer, LayeredFlow::bytesFor(n, sourceLayer - 2), keptBytes, [&] {
+      return std::make_unique<LayeredFlow>(n, innerMatrices(A, sourceLayer));
     });
   }
 
   LayeredFlow& sourceHalfFor(const LayerStack& A, int sourceLayer, int h) {
     forStack(A);
-    return sourceHalf.get({sourceLayer, h}, [&] { return sourceHalfSolver(A, sourceLayer, h); });
+    const int n = static_cast<int>(A[0].rows());
+    return sourceHalves.get({sourceLayer, h}, LayeredFlow::bytesFor(n, sourceLayer - 1 - h),
+                            keptBytes, [&] { return sourceHalfSolver(A, sourceLayer, h); });
   }
 
   LayeredFlow& sinkHalfFor(const LayerStack& A, int h) {
     forStack(A);
-    return sinkHalf.get(h, [&] { return sinkHalfSolver(A, h); });
+    const int n = static_cast<int>(A[0].rows());
+    return sinkHalves.get(h, LayeredFlow::bytesFor(n, h - 1), keptBytes,
+                          [&] { return sinkHalfSolver(A, h); });
   }
 
   ReversedFlow& reversedFor(const LayerStack& A, int sourceLayer) {
     forStack(A);
-    return reversed.get(sourceLayer,
+    const int n = static_cast<int>(A[0].rows());
+    return reversed.get(sourceLayer, ReversedFlow::bytesFor(n, sourceLayer), keptBytes,
                         [&] { return std::make_unique<ReversedFlow>(A, sourceLayer); });
   }
 
@@ -1723,10 +1785,11 @@ class FlowEngine {
 
 }  // namespace
 
-FlowSolverCache::FlowSolverCache() : state_(std::make_unique<State>()) {}
+FlowSolverCache::FlowSolverCache(std::size_t keptBytes)
+    : state_(std::make_unique<State>(keptBytes)) {}
 FlowSolverCache::~FlowSolverCache() = default;
 
-void FlowSolverCache::clear() { *state_ = State(); }
+void FlowSolverCache::clear() { *state_ = State(state_->keptBytes); }
 
 void FlowSolverCache::prepare(const LayerStack& A, int layer) {
   checkStack(A);

@@ -41,17 +41,22 @@ struct CertificateParts {
 /// rows of uneven cost themselves (typically a counter shared by the threads).
 using ClaimUnit = std::function<std::size_t()>;
 
-/// The exact solvers kept between requests on one stack: the solver of one layer (its graph as
-/// arc bitsets, and flow storage), the certificate's two half solvers of the last multi-row
-/// request, and A[1] transposed. The next request at that layer, such as another row clicked in
-/// an explorer, starts solving at once instead of building them (at L=12, n=128 in WASM building
-/// the layer's solver is ~0.3 ms of a ~2 ms one-row request, and in a fresh process the first
-/// writes to its 1.4 MB of flow storage cost ~3 ms more; each half solver ~0.05 ms of a ~4 ms
-/// last-layer request). No computed value is kept. It refers to the stack it was built for: pass
-/// it only with that stack, and clear() it before the stack changes or goes.
+/// The exact solvers kept between requests on one stack: the solvers of the layers asked for
+/// (their graphs as arc bitsets, and flow storage), the certificate's half solvers, and A[1]
+/// transposed. The next request at a layer, such as another row clicked in an explorer, starts
+/// solving at once instead of building them (at L=12, n=128 in WASM building the layer's solver
+/// is ~0.3 ms of a ~2 ms one-row request, and in a fresh process the first writes to its 1.4 MB
+/// of flow storage cost ~3 ms more; each half solver ~0.05 ms of a ~4 ms last-layer request).
+/// Each kind of solver keeps the most recently used ones while they take at most `keptBytes`
+/// (the newest whatever its size). No computed value is kept. It refers to the stack it was built
+/// for: pass it only with that stack, and clear() it before the stack changes or goes.
 class FlowSolverCache {
  public:
-  FlowSolverCache();
+  /// 32 MB per kind: every layer's solvers at L=12, n=128 (~7 MB of layer solvers); one at a
+  /// time at n = 512 (~48 MB each), as before solvers were kept per layer.
+  static constexpr std::size_t kDefaultKeptBytes = std::size_t{32} << 20;
+
+  explicit FlowSolverCache(std::size_t keptBytes = kDefaultKeptBytes);
   ~FlowSolverCache();
   FlowSolverCache(const FlowSolverCache&) = delete;
   FlowSolverCache& operator=(const FlowSolverCache&) = delete;
@@ -73,7 +78,7 @@ class FlowSolverCache {
 /// the same certificate middle layer share its sink halves. progress counts the (layer, row,
 /// token) problems done by this call over all layers of the request. With claim, only the units
 /// it hands out are computed (in increasing order, else InputError), and the other rows are 0.
-/// With cache, solvers come from it and the last one built stays there.
+/// With cache, solvers come from it and stay there.
 /// Throws InputError on a layer or row out of range, or on parts of the wrong size.
 std::vector<Matrix> attentionFlowLayers(const LayerStack& A, const std::vector<int>& layers,
                                         const std::vector<int>& rows,

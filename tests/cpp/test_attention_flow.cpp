@@ -715,6 +715,42 @@ TEST_CASE("attention flow: a solver kept between requests gives the same numbers
             attnflow::certificateSourceFlags(A, which, rows));
     }
   }
+  // Requests over many layers keep a solver of each kind per layer (per middle layer), as many as
+  // the budget holds: the default one (all of them here), none but the newest (0 bytes), and one
+  // that drops some on the way. Rows claimed as a pool's worker claims them, too.
+  for (const std::size_t keptBytes : {attnflow::FlowSolverCache::kDefaultKeptBytes, std::size_t{0},
+                                      std::size_t{20000}}) {
+    attnflow::FlowSolverCache budgeted(keptBytes);
+    for (int it = 0; it < 24; ++it) {
+      const int n = 8 + it % 9;
+      const int layers = 6 + it % 7;
+      const LayerStack A = randomStack(gen, layers, n, static_cast<Kind>(it % kNumKinds));
+      budgeted.clear();
+      std::vector<int> all;
+      for (int l = 1; l <= layers; ++l) all.push_back(l);
+      std::uniform_int_distribution<int> layerOf(1, layers), rowOf(0, n - 1);
+      for (int request = 0; request < 5; ++request) {
+        const std::vector<int> which =
+            request == 3 ? std::vector<int>{layerOf(gen), layers, layerOf(gen)} : all;
+        const std::vector<int> rows =
+            request == 2 ? std::vector<int>{rowOf(gen), rowOf(gen)} : allRows(n);
+        const std::vector<Matrix> plain = attnflow::attentionFlowLayers(A, which, rows);
+        std::size_t next = 0;  // the even units, as if another thread claimed the odd ones
+        const attnflow::ClaimUnit claim = [&] { return next += 2, next - 2; };
+        const std::vector<Matrix> kept = attnflow::attentionFlowLayers(
+            A, which, rows, {}, {}, request == 4 ? claim : attnflow::ClaimUnit{}, &budgeted);
+        REQUIRE(kept.size() == plain.size());
+        for (std::size_t k = 0; k < kept.size(); ++k) {
+          for (std::size_t q = 0; q < rows.size(); ++q) {
+            const std::size_t unit = k * rows.size() + q;
+            if (request == 4 && unit % 2 != 0) continue;  // another thread's unit
+            CHECK((kept[k].row(static_cast<Eigen::Index>(q)).array() ==
+                   plain[k].row(static_cast<Eigen::Index>(q)).array()).all());
+          }
+        }
+      }
+    }
+  }
   const LayerStack B = randomStack(gen, 5, 6, kSoftmax);
   cache.clear();
   CHECK_THROWS_AS(cache.prepare(B, 6), attnflow::InputError);
