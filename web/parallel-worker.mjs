@@ -4,12 +4,12 @@
 //
 // Protocol (main -> worker):
 //   {type:'load', bytes: Uint8Array, name?, batch?, tokens?, fusion, heads, prepare: {alpha, discard} | null,
-//    peers: (MessagePort|null)[], counter: Int32Array on a SharedArrayBuffer | null}
+//    peers: (MessagePort|null)[], counter: Int32Array [claimed, front, end] on a SharedArrayBuffer | null}
 //        -> {type:'ready', summary: {tokens, numLayers, numHeads, numTokens, fused, format, warnings}}
 //        peers[p] is a channel to worker p of the pool (null at this worker's own index).
 //   {type:'compute', id, method, options: {alpha, discard, layers, rows, normalize, receptiveField},
 //    sinks?: {exchange, part, parts, shareRows, first, last, shared?: {values, arrived}}, claims: boolean,
-//    progress: boolean}
+//    fromEnd: boolean, progress: boolean}
 //        -> {type:'progress', id, done, total} (flow only, if progress is wanted, throttled) ... then
 //           {type:'result', id, scores: Float64Array (transferred), units: Int32Array | null}
 //   {type:'spare', scores: Float64Array}: a result array handed back for reuse (no reply)
@@ -21,9 +21,10 @@
 // shared `values` and counts itself in `arrived`; then it computes its part with all sink values
 // joined (compute's sinkValues).
 // With `claims`, every part gets the whole request and computes the (layer, row) units it
-// claims from the pool's shared counter (compute's claim), so that the workers balance rows of
-// uneven cost at run time; its result has the request's full shape, with the rows of `units`
-// written. While the other parts' sink values are on the way, it readies its result array.
+// claims from the pool's shared counters (compute's claim, see claimer()), so that the workers
+// balance rows of uneven cost at run time; its result has the request's full shape, with the
+// rows of `units` written. With `fromEnd` the pool sent the request's layers and rows reversed,
+// and this part claims from the end: its units, counted in that order, are the request's last. While the other parts' sink values are on the way, it readies its result array.
 // Without `claims`, each part is a share of the rows dealt ahead; while it waits, it computes
 // its share's certificate source flags (FusedAttention.certificateSources, compute's
 // sourceFlags).
@@ -112,12 +113,15 @@ async function certificateParts(options, { exchange, part, parts, shareRows, fir
   return { ...extra, sinkValues: entry.values };
 }
 
-/** A claim function for compute: the next unit from the shared counter; each unit below
- * `count` is recorded in `units`. */
-function claimer(count, units) {
+/** A claim function for compute: the next unit from the front (or, fromEnd, from the end) of
+ * the request while the units claimed by all workers (counter[0]) are fewer than `count`; each
+ * unit is recorded in `units`. The front and the end count their units apart (counter[1] and
+ * counter[2]), and together they never get more than `count`, so they never meet. */
+function claimer(count, units, fromEnd) {
   return () => {
-    const unit = Atomics.add(counter, 0, 1);
-    if (unit < count) units.push(unit);
+    if (Atomics.add(counter, 0, 1) >= count) return count;
+    const unit = Atomics.add(counter, fromEnd ? 2 : 1, 1);
+    units.push(unit);
     return unit;
   };
 }
@@ -149,7 +153,7 @@ async function handle(message) {
     } else if (message.type === 'spare') {
       if (message.scores.length <= SPARE_MAX_VALUES) spare = message.scores;
     } else if (message.type === 'compute') {
-      const { id, method, options, sinks, claims, progress } = message;
+      const { id, method, options, sinks, claims, fromEnd, progress } = message;
       if (!fused) throw new Error('parallel worker: compute before load');
       const numUnits = options.layers.length * options.rows.length;  // resolved lists
       const count = numUnits * fused.numTokens;
@@ -176,7 +180,7 @@ async function handle(message) {
         ...options,
         ...certificate,
         into,
-        claim: claims ? claimer(numUnits, units) : undefined,
+        claim: claims ? claimer(numUnits, units, fromEnd) : undefined,
         onProgress: progress && method === 'flow' ? onProgress : undefined,
       });
       // Result scores are a copy out of the heap: transferring hands the buffer over.

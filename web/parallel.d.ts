@@ -25,7 +25,8 @@ export interface ParallelOpenOptions extends FusionOptions {
   prepare?: { alpha?: number; discard?: number; layer?: number | 'last' };
   /**
    * How a flow over several rows is shared out. 'dynamic': every worker takes the whole request
-   * and claims (layer, row) units one at a time from a counter the workers share, so rows of
+   * and claims (layer, row) units one at a time from counters the workers share (the last
+   * worker from the end of the request, the others from the front), so rows of
    * uneven cost (a trained model's attention sink, a causal mask) balance themselves; it needs a
    * SharedArrayBuffer, which Node always has and a page only when cross-origin isolated (served
    * with COOP and COEP headers). 'static': the rows are dealt ahead in snake order. Default:

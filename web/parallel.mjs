@@ -6,13 +6,20 @@
 // How work is split (flow only; raw and rollout are cheap and run whole on one worker):
 // - several rows, where a SharedArrayBuffer is available (Node; a page only when cross-origin
 //   isolated): every worker gets the whole request and computes the (layer, row) units it claims
-//   from a counter they share (Atomics.add), one unit at a time, so rows of uneven cost balance
+//   from counters they share (Atomics.add), one unit at a time, so rows of uneven cost balance
 //   themselves. On rows as peaky as a trained model's, one row whose source fails the flow
 //   certificate's test costs as much as ~25-50 others: dealt ahead, the share that held it
-//   finished last (the last layer at L=12, n=128: 1.67x on 2 workers). Each worker's result has
-//   the request's full shape; the main thread keeps the one with the most units, copies the
-//   others' rows into it, and hands their arrays back to their workers for the next call, so it
-//   never writes fresh memory itself (~0.3 ms of page faults per 128 KB on the VMs measured).
+//   finished last (the last layer at L=12, n=128: 1.67x on 2 workers). The last worker claims
+//   from the end of the request (it is sent the layers and rows reversed), the others from the
+//   front: over several layers each worker then meets few layers the other also meets, and
+//   per-layer work that every worker touching a layer repeats (the certificate's sink values of
+//   each middle layer, the reversed graph's saved starts) is mostly done once. Every row of every
+//   layer at L=12, n=32 on 2 workers: 1.58-1.63x -> 1.74-1.77x at alpha 1, 1.80x -> 1.90x at 0.5
+//   (claiming both from the front, each worker computed the sink values of all four middle
+//   layers). Each worker's result has the request's full shape (the last one's in its reversed
+//   order); the main thread keeps a front worker's, copies the others' rows into it, and hands
+//   their arrays back to their workers for the next call, so it never writes fresh memory itself
+//   (~0.3 ms of page faults per 128 KB on the VMs measured).
 // - several rows otherwise: one share per worker, each with every requested layer, the rows dealt in snake
 //   order (0, 1, 1, 0, 0, 1, ... for 2 workers) so that a cost growing with the row (causal
 //   inputs) evens out: the halves of the causal all-layers case at n=32 took 5.8 and 5.8 ms,
@@ -140,7 +147,8 @@ function peerChannels(count) {
 function splitWork(method, { layers, rows }, workers, claims) {
   if (method !== 'flow' || workers === 1 || (rows.length === 1 && layers.length === 1)) return [{ layers, rows }];
   if (rows.length === 1) return [...layers].sort((a, b) => b - a).map((layer) => ({ layers: [layer], rows }));
-  if (claims) return Array.from({ length: workers }, () => ({ layers, rows, claims }));
+  // The last worker claims from the end: see ParallelAttention's #compute.
+  if (claims) return Array.from({ length: workers }, (_, w) => ({ layers, rows, claims, fromEnd: w === workers - 1 }));
   // Dealt like a snake draft: rows 0..W-1 to shares 0..W-1, the next W to shares W-1..0, and so
   // on, so that a cost growing with the row (causal inputs) evens out between the shares.
   const shareOf = (k) => {
@@ -153,18 +161,20 @@ function splitWork(method, { layers, rows }, workers, claims) {
 }
 
 /**
- * The result of a request whose units the workers claimed: the array of the worker with the
- * most units, with the other workers' rows (n values each) copied in. The other arrays go back
- * to their workers, to be written again by the next call.
+ * The result of a request whose units the workers claimed: the array of the worker claiming from
+ * the front with the most units, with the other workers' rows (n values each) copied in. The
+ * worker claiming from the end computed the request with its layers and rows reversed, so its
+ * unit u is unit numUnits - 1 - u of the request. The other arrays go back to their workers, to
+ * be written again by the next call.
  */
-function joinClaimed(parts, n) {
-  parts.sort((a, b) => b.units.length - a.units.length);
+function joinClaimed(parts, n, numUnits) {
+  parts.sort((a, b) => (a.fromEnd - b.fromEnd) || (b.units.length - a.units.length));
   const [{ scores }] = parts;
-  for (const { slot, scores: part, units } of parts.slice(1)) {
+  for (const { slot, scores: part, units, fromEnd } of parts.slice(1)) {
     for (const unit of units) {
       // unit k * rows + q sits at (k * rows + q) * n in a layer-major, then row-major array
       const from = unit * n;
-      scores.set(part.subarray(from, from + n), from);
+      scores.set(part.subarray(from, from + n), fromEnd ? (numUnits - 1 - unit) * n : from);
     }
     slot.post({ type: 'spare', scores: part }, [part.buffer]);
   }
@@ -179,7 +189,7 @@ function joinClaimed(parts, n) {
 export class ParallelAttention {
   #workers;
   #fusion;
-  #counter;  // Int32Array on a SharedArrayBuffer, shared with the workers, or null
+  #counter;  // Int32Array [claimed, front, end] on a SharedArrayBuffer, shared with the workers, or null
   #sinkExchange;  // with #counter: {values, arrived} on SharedArrayBuffers, where parts meet their sink values
   #closed = false;
   #busy = Promise.resolve();
@@ -225,7 +235,7 @@ export class ParallelAttention {
       fail('E_OPTION', "balance 'dynamic' needs a SharedArrayBuffer, which a page has only when cross-origin isolated (COOP and COEP headers); use 'static'");
     }
     // One worker has nothing to balance.
-    const counter = balance === 'dynamic' && count > 1 ? new Int32Array(new SharedArrayBuffer(4)) : null;
+    const counter = balance === 'dynamic' && count > 1 ? new Int32Array(new SharedArrayBuffer(12)) : null;
     const slots = [];
     let onAbort;
     try {
@@ -307,7 +317,7 @@ export class ParallelAttention {
     const sharesSinks = method === 'flow' && tasks.length > 1 && tasks.every((task) => task.layers === layers);
     const shareRows = Math.min(...tasks.map((task) => task.rows.length));
     if (claims) {
-      Atomics.store(this.#counter, 0, 0);
+      this.#counter.fill(0);
       Atomics.store(this.#sinkExchange.arrived, 0, 0);
     }
     const firstId = this.#nextId;
@@ -343,7 +353,7 @@ export class ParallelAttention {
             reject(error);
             return;
           }
-          if (claims) scores = joinClaimed(claimed, n);
+          if (claims) scores = joinClaimed(claimed, n, layers.length * rows.length);
           if (onProgress && method === 'flow') onProgress(total, total);
           resolve(new Result({
             method, tokens: this.tokens, layers, rows, scores,
@@ -377,7 +387,7 @@ export class ParallelAttention {
               shareDone[t] = (task.layers.length * task.rows.length * n * message.done) / message.total;
               report();
             } else if (message.type === 'result' && claims) {
-              claimed.push({ slot, scores: message.scores, units: message.units });
+              claimed.push({ slot, scores: message.scores, units: message.units, fromEnd: task.fromEnd });
               if (++finished === tasks.length) finish(null);
             } else if (message.type === 'result') {
               const { scores: part } = message;
@@ -401,9 +411,11 @@ export class ParallelAttention {
               shared: claims ? this.#sinkExchange : undefined,
             }
             : undefined;
+          const reversed = (list) => (task.fromEnd ? [...list].reverse() : list);
           slot.post({
-            type: 'compute', id, method, options: { alpha, discard, layers: task.layers, rows: task.rows, normalize, receptiveField },
-            sinks, claims, progress: Boolean(onProgress),
+            type: 'compute', id, method,
+            options: { alpha, discard, layers: reversed(task.layers), rows: reversed(task.rows), normalize, receptiveField },
+            sinks, claims, fromEnd: Boolean(task.fromEnd), progress: Boolean(onProgress),
           });
         };
         // With sinks shared, task t goes to worker t (its peers expect it there); tasks.length

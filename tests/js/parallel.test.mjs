@@ -314,7 +314,7 @@ test('a claiming worker waits until every part has written its sink values into 
     const reply = (type) => new Promise((resolve, reject) => {
       worker.once('message', (message) => (message.type === type ? resolve(message) : reject(new Error(message.message))));
     });
-    const counter = new Int32Array(new SharedArrayBuffer(4));
+    const counter = new Int32Array(new SharedArrayBuffer(12));  // [claimed, front, end]
     worker.postMessage({ type: 'load', bytes, name: 'x.npy', fusion: 'mean', heads: null, prepare: null, peers: [null, null], counter });
     await reply('ready');
     const shared = { values: new Float64Array(new SharedArrayBuffer(8 * 24)).fill(1e9), arrived: new Int32Array(new SharedArrayBuffer(4)) };
