@@ -170,11 +170,53 @@ void report(const Progress& progress, std::size_t done, std::size_t total) {
 // A scan for the next usable arc is then an AND of two bitsets; dense scans of rows and columns
 // had been 70% of the time on inputs where the certificate decides nothing (4-5x faster).
 
+// The whole state a LayeredFlowT solve reads (source, reach, flows, residual bitsets), for
+// ReversedFlow's per-sink starting points. loadState() after saveState() makes the solver
+// exactly as it was then, whatever ran in between, so a solve from it is the same bitwise.
+struct SavedFlowState {
+  const double* s = nullptr;
+  double sourceCap = 0.0;
+  bool inCapReady = false;
+  const void* flowFacts = nullptr;
+  std::vector<double> inCap, fs, ft, flows;
+  std::vector<std::uint64_t> reach, up, residualRows;
+  std::vector<int> touched;
+};
+
+// The solver's interface; LayeredFlowT below is the solver, for a number of bitset words per
+// layer fixed at compile time or not (see makeLayeredFlow()).
 class LayeredFlow {
  public:
-  LayeredFlow(int n, std::vector<const double*> mats)
+  using SavedState = SavedFlowState;
+  virtual ~LayeredFlow() = default;
+  virtual void setSource(const double* s) = 0;
+  virtual void saveState(SavedState& z) const = 0;
+  virtual void loadState(const SavedState& z) = 0;
+  virtual void writeStorage() = 0;
+  virtual bool lowerTriangular() const = 0;
+  virtual bool reachesEveryLeaf() const = 0;
+  virtual double upperBound(const double* c) = 0;
+  virtual double solve(const double* c, double bound) = 0;
+  /// bytesFor() and what the solver has cached since it was built (facts about sinks).
+  virtual std::size_t memoryBytes() const = 0;
+
+  /// The memory a solver of numMats arc matrices between n-node layers takes when built: the
+  /// flow storage and the per-arc bitsets (the rest is per node, small beside them).
+  static std::size_t bytesFor(int n, int numMats) {
+    const auto nodes = static_cast<std::size_t>(n);
+    const std::size_t words = (nodes + 63) / 64;
+    const std::size_t rows = static_cast<std::size_t>(std::max(0, numMats)) * nodes;
+    return rows * (nodes * sizeof(double) + 3 * words * sizeof(std::uint64_t) +
+                   sizeof(std::pair<int, int>));
+  }
+};
+
+template <int kWords>
+class LayeredFlowT final : public LayeredFlow {
+ public:
+  LayeredFlowT(int n, std::vector<const double*> mats)
       : n_(n), depth_(static_cast<int>(mats.size()) + 1), mats_(std::move(mats)),
-        words_((n + 63) / 64), layerWords_(depth_ * words_) {
+        dynWords_((n + 63) / 64), layerWords_(depth_ * words()) {
     const std::size_t nn = uz(n_) * uz(n_);
     // Not zeroed here: a row is zeroed when first touched (see touch()). At n = 512, L = 24 the
     // matrices are 46 MB, and zeroing them all cost more than a one-row computation.
@@ -188,23 +230,23 @@ class LayeredFlow {
     excess_.assign(uz(n_), 0.0);
     isTouched_.assign(uz(numNodes_), 0);
     excessNext_.assign(uz(n_), 0.0);
-    excessBits_.assign(uz(words_), 0);
+    excessBits_.assign(uz(words()), 0);
     waveExcess_.assign(uz(numNodes_), 0.0);
     waveBits_.assign(uz(layerWords_), 0);
-    excessNextBits_.assign(uz(words_), 0);
+    excessNextBits_.assign(uz(words()), 0);
     inCap_.assign(uz(n_), 0.0);
     // Positive-capacity adjacency as bitsets, for cheap reachability.
-    adjacency_.assign(mats_.size() * uz(n_) * uz(words_), 0);
+    adjacency_.assign(mats_.size() * uz(n_) * uz(words()), 0);
     rowSpan_.assign(mats_.size() * uz(n_), std::pair<int, int>(0, 0));
     for (std::size_t t = 0; t < mats_.size(); ++t) {
       for (int i = 0; i < n_; ++i) {
         const double* row = mats_[t] + uz(i) * uz(n_);
-        std::uint64_t* bits = adjacency_.data() + (t * uz(n_) + uz(i)) * uz(words_);
+        std::uint64_t* bits = adjacency_.data() + (t * uz(n_) + uz(i)) * uz(words());
         // A word at a time without branches, and the span from the words: this runs for every
         // arc of every solver built, a fixed cost of each call (with a per-arc branch, a call's
         // fixed cost was 0.44 ms in WASM at L=12, n=128; 0.28 ms like this).
         int first = -1, last = 0;
-        for (int w = 0; w < words_; ++w) {
+        for (int w = 0; w < words(); ++w) {
           const int end = std::min(n_, (w + 1) * 64);
           std::uint64_t word = 0;
           for (int k = w * 64; k < end; ++k) {
@@ -229,13 +271,13 @@ class LayeredFlow {
 
   /// Fixes the source capacities and clears the flow. Computes which nodes S can reach at all
   /// (others never matter) and, for each layer-(D-1) node, its in-capacity from such nodes.
-  void setSource(const double* s) {
+  void setSource(const double* s) override {
     s_ = s;
     // Only rows that ever carried flow need clearing (a dense clear of every arc would cost more
     // than the solves on inputs where the certificate decides most pairs).
     for (int v : touched_) {
-      copyWords(adjacency_.data() + uz(v) * uz(words_), uz(words_),
-                residual_.data() + uz(v) * uz(words_));
+      copyWords(adjacency_.data() + uz(v) * uz(words()), uz(words()),
+                residual_.data() + uz(v) * uz(words()));
       isTouched_[uz(v)] = 0;
     }
     touched_.clear();
@@ -256,26 +298,14 @@ class LayeredFlow {
       for (int i = 0; i < n_; ++i) {
         if (!test(here, i)) continue;
         const std::uint64_t* bits = adjacencyRow(t, i);
-        for (int w = 0; w < words_; ++w) next[w] |= bits[w];
+        for (int w = 0; w < words(); ++w) next[w] |= bits[w];
       }
     }
     inCapReady_ = false;
   }
 
-  /// The whole state a solve reads (source, reach, flows, residual bitsets), for
-  /// ReversedFlow's per-sink starting points. loadState() after saveState() makes the solver
-  /// exactly as it was then, whatever ran in between, so a solve from it is the same bitwise.
-  struct SavedState {
-    const double* s = nullptr;
-    double sourceCap = 0.0;
-    bool inCapReady = false;
-    const void* flowFacts = nullptr;
-    std::vector<double> inCap, fs, ft, flows;
-    std::vector<std::uint64_t> reach, up, residualRows;
-    std::vector<int> touched;
-  };
-
-  __attribute__((noinline)) void saveState(SavedState& z) const {
+  /// Saves what a solve reads (see SavedFlowState); loadState() puts it back.
+  __attribute__((noinline)) void saveState(SavedState& z) const override {
     z.s = s_;
     z.sourceCap = sourceCap_;
     z.inCapReady = inCapReady_;
@@ -294,7 +324,7 @@ class LayeredFlow {
     std::size_t length = 0;
     for (int v : touched_) length += uz(rowSpan_[uz(v)].second - rowSpan_[uz(v)].first);
     z.flows.resize(length);
-    z.residualRows.resize(touched_.size() * uz(words_));
+    z.residualRows.resize(touched_.size() * uz(words()));
     std::size_t at = 0;
     for (std::size_t x = 0; x < touched_.size(); ++x) {
       const int v = touched_[x];
@@ -302,18 +332,18 @@ class LayeredFlow {
       const std::size_t rowLength = uz(span.second - span.first);
       copyDoubles(flow_.get() + uz(v) * uz(n_) + uz(span.first), rowLength, z.flows.data() + at);
       at += rowLength;
-      copyWords(residual_.data() + uz(v) * uz(words_), uz(words_),
-                z.residualRows.data() + x * uz(words_));
+      copyWords(residual_.data() + uz(v) * uz(words()), uz(words()),
+                z.residualRows.data() + x * uz(words()));
     }
   }
 
-  __attribute__((noinline)) void loadState(const SavedState& z) {
+  __attribute__((noinline)) void loadState(const SavedState& z) override {
     // Rows touched now but not then go back to untouched (the saved rows are written below).
     for (int v : z.touched) isTouched_[uz(v)] = 2;
     for (int v : touched_) {
       if (isTouched_[uz(v)] == 2) continue;
-      copyWords(adjacency_.data() + uz(v) * uz(words_), uz(words_),
-                residual_.data() + uz(v) * uz(words_));
+      copyWords(adjacency_.data() + uz(v) * uz(words()), uz(words()),
+                residual_.data() + uz(v) * uz(words()));
       isTouched_[uz(v)] = 0;
     }
     // (Copies through copyDoubles()/copyWords(): memcpy at -Oz is slow in WASM, see zeroFill.)
@@ -327,8 +357,8 @@ class LayeredFlow {
       const std::size_t length = uz(span.second - span.first);
       copyDoubles(z.flows.data() + at, length, flow_.get() + uz(v) * uz(n_) + uz(span.first));
       at += length;
-      copyWords(z.residualRows.data() + x * uz(words_), uz(words_),
-                residual_.data() + uz(v) * uz(words_));
+      copyWords(z.residualRows.data() + x * uz(words()), uz(words()),
+                residual_.data() + uz(v) * uz(words()));
     }
     s_ = z.s;
     sourceCap_ = z.sourceCap;
@@ -343,32 +373,22 @@ class LayeredFlow {
 
   /// Writes every row of the flow storage once (zeros; rows are zeroed again when first touched),
   /// so that no solve pays the first-write page faults of fresh memory.
-  void writeStorage() { zeroFill(flow_.get(), mats_.size() * uz(n_) * uz(n_)); }
+  void writeStorage() override { zeroFill(flow_.get(), mats_.size() * uz(n_) * uz(n_)); }
 
-  /// The memory a solver of numMats arc matrices between n-node layers takes when built: the
-  /// flow storage and the per-arc bitsets (the rest is per node, small beside them).
-  static std::size_t bytesFor(int n, int numMats) {
-    const std::size_t words = (uz(n) + 63) / 64;
-    const std::size_t rows = uz(std::max(0, numMats)) * uz(n);
-    return rows * (uz(n) * sizeof(double) + 3 * words * sizeof(std::uint64_t) +
-                   sizeof(std::pair<int, int>));
-  }
-
-  /// bytesFor() and what the solver has cached since it was built (facts about sinks).
-  std::size_t memoryBytes() const {
+  std::size_t memoryBytes() const override {
     return bytesFor(n_, static_cast<int>(mats_.size())) +
-           leafFacts_.size() * uz(layerWords_ + words_) * sizeof(std::uint64_t);
+           leafFacts_.size() * uz(layerWords_ + words()) * sizeof(std::uint64_t);
   }
 
   /// Whether every arc goes from a node to one of the same or a lower index (a causal mask).
-  bool lowerTriangular() const { return lowerTriangular_; }
+  bool lowerTriangular() const override { return lowerTriangular_; }
 
   /// Whether S reaches every node of the bottom layer.
-  bool reachesEveryLeaf() const { return countBits(reachLayer(depth_ - 1)) == n_; }
+  bool reachesEveryLeaf() const override { return countBits(reachLayer(depth_ - 1)) == n_; }
 
   /// A cut bound for leaf capacities c: the source arcs; or, for every layer-(D-1) node that S
   /// reaches, the cheaper of its leaf arc and its in-arcs from reachable nodes.
-  double upperBound(const double* c) {
+  double upperBound(const double* c) override {
     if (!inCapReady_) computeInCap();
     // Nodes with c[k] == 0 add nothing, so only the others are visited (on causal inputs the
     // sink's window, about half of the nodes S reaches).
@@ -385,7 +405,7 @@ class LayeredFlow {
   /// address).
   /// `bound` must be the capacity of some S-T cut (e.g. upperBound(c)); the search stops when
   /// the flow meets it.
-  double solve(const double* c, double bound) {
+  double solve(const double* c, double bound) override {
     c_ = c;
     facts_ = &leafFacts(c);
     // Nodes that cannot reach T carry no flow and are dead ends even in the residual graph;
@@ -421,12 +441,14 @@ class LayeredFlow {
   };
 
   static std::size_t uz(int v) { return static_cast<std::size_t>(v); }
+  // 64-bit words per layer in every bitset: kWords, or (kWords = 0) as many as n needs.
+  int words() const { return kWords > 0 ? kWords : dynWords_; }
   static bool test(const std::uint64_t* bits, int k) { return (bits[k / 64] >> (k % 64)) & 1u; }
   // Calls fn(k) for every bit k set in bits (one layer), in increasing order: the per-layer loops
   // below visit only the nodes that matter (on causal inputs a window of each layer).
   template <typename Fn>
   ATTNFLOW_HOT void forEachBit(const std::uint64_t* bits, Fn fn) const {
-    for (int w = 0; w < words_; ++w) {
+    for (int w = 0; w < words(); ++w) {
       for (std::uint64_t m = bits[w]; m != 0; m &= m - 1) fn(w * 64 + __builtin_ctzll(m));
     }
   }
@@ -436,7 +458,7 @@ class LayeredFlow {
   // wave's hot loops, which visit several children per node.
   template <typename Fn>
   ATTNFLOW_HOT void forEachBoth(const std::uint64_t* a, const std::uint64_t* b, Fn fn) const {
-    for (int w = 0; w < words_; ++w) {
+    for (int w = 0; w < words(); ++w) {
       for (std::uint64_t m = a[w] & b[w]; m != 0; m &= m - 1) {
         if (!fn(w * 64 + __builtin_ctzll(m))) return;
       }
@@ -452,7 +474,7 @@ class LayeredFlow {
   // The number of bits set in one layer's bitset.
   int countBits(const std::uint64_t* bits) const {
     int count = 0;
-    for (int w = 0; w < words_; ++w) count += __builtin_popcountll(bits[w]);
+    for (int w = 0; w < words(); ++w) count += __builtin_popcountll(bits[w]);
     return count;
   }
   static void set(std::uint64_t* bits, int k) { bits[k / 64] |= std::uint64_t{1} << (k % 64); }
@@ -463,21 +485,21 @@ class LayeredFlow {
     int w = from / 64;
     std::uint64_t m = a[w] & b[w] & (~std::uint64_t{0} << (from % 64));
     while (m == 0) {
-      if (++w >= words_) return n_;
+      if (++w >= words()) return n_;
       m = a[w] & b[w];
     }
     return w * 64 + __builtin_ctzll(m);
   }
-  std::size_t rowIndex(int t, int i) const { return (uz(t) * uz(n_) + uz(i)) * uz(words_); }
+  std::size_t rowIndex(int t, int i) const { return (uz(t) * uz(n_) + uz(i)) * uz(words()); }
   std::uint64_t* adjacencyRow(int t, int i) { return adjacency_.data() + rowIndex(t, i); }
   // Arcs (t, i) -> (t+1, k) with residual capacity > kEps.
   std::uint64_t* residualRow(int t, int i) { return residual_.data() + rowIndex(t, i); }
   // Arcs (t, p) -> (t+1, k) carrying flow > kEps, by k: bit p of upRow(t, k).
   std::uint64_t* upRow(int t, int k) { return up_.data() + rowIndex(t, k); }
-  std::uint64_t* coreachLayer(int t) { return coreach_.data() + uz(t) * uz(words_); }
-  const std::uint64_t* coreachLayer(int t) const { return coreach_.data() + uz(t) * uz(words_); }
-  std::uint64_t* reachLayer(int t) { return reach_.data() + uz(t) * uz(words_); }
-  const std::uint64_t* reachLayer(int t) const { return reach_.data() + uz(t) * uz(words_); }
+  std::uint64_t* coreachLayer(int t) { return coreach_.data() + uz(t) * uz(words()); }
+  const std::uint64_t* coreachLayer(int t) const { return coreach_.data() + uz(t) * uz(words()); }
+  std::uint64_t* reachLayer(int t) { return reach_.data() + uz(t) * uz(words()); }
+  const std::uint64_t* reachLayer(int t) const { return reach_.data() + uz(t) * uz(words()); }
   // Live nodes of each layer at one level (level 0 is S, level levelT_ is T).
   std::uint64_t* levelSet(int level) { return levels_.data() + uz(level) * uz(layerWords_); }
   void ensureLevels(int level) {
@@ -485,7 +507,7 @@ class LayeredFlow {
     if (levels_.size() < need) levels_.resize(need, 0);
   }
   double* waveExcess(int t) { return waveExcess_.data() + uz(t) * uz(n_); }
-  std::uint64_t* waveBits(int t) { return waveBits_.data() + uz(t) * uz(words_); }
+  std::uint64_t* waveBits(int t) { return waveBits_.data() + uz(t) * uz(words()); }
   double* flowMat(int t) { return flow_.get() + uz(t) * uz(n_) * uz(n_); }
   // Marks the out-arc row of node v (= t * n + i, t < depth_ - 1) as in use, zeroing its flows
   // the first time after setSource(). Flows of a row are read only after this, and only on its
@@ -545,19 +567,19 @@ class LayeredFlow {
     auto found = leafFacts_.find(c);
     if (found == leafFacts_.end()) {
       LeafFacts facts;
-      facts.positive.assign(uz(words_), 0);
+      facts.positive.assign(uz(words()), 0);
       facts.coreach.assign(uz(layerWords_), 0);
-      std::uint64_t* bottom = facts.coreach.data() + uz(depth_ - 1) * uz(words_);
+      std::uint64_t* bottom = facts.coreach.data() + uz(depth_ - 1) * uz(words());
       for (int k = 0; k < n_; ++k) {
         if (c[k] > 0.0) set(facts.positive.data(), k);
         if (c[k] > kEps) set(bottom, k);
       }
       for (int t = depth_ - 2; t >= 0; --t) {
-        const std::uint64_t* below = facts.coreach.data() + uz(t + 1) * uz(words_);
-        std::uint64_t* here = facts.coreach.data() + uz(t) * uz(words_);
+        const std::uint64_t* below = facts.coreach.data() + uz(t + 1) * uz(words());
+        std::uint64_t* here = facts.coreach.data() + uz(t) * uz(words());
         for (int i = 0; i < n_; ++i) {
           const std::uint64_t* bits = adjacencyRow(t, i);
-          for (int w = 0; w < words_; ++w) {
+          for (int w = 0; w < words(); ++w) {
             if (bits[w] & below[w]) {
               set(here, i);
               break;
@@ -716,7 +738,7 @@ class LayeredFlow {
     bool pushDown = true;
     double room = -1.0;  // not summed yet
     bool any = false;
-    for (int w = 0; w < words_; ++w) any = any || excessBits_[uz(w)] != 0;
+    for (int w = 0; w < words(); ++w) any = any || excessBits_[uz(w)] != 0;
     if (!any) return;
     for (int t = depth_ - 1; t >= 1; --t) {
       zeroFill(excessNextBits_.data(), excessNextBits_.size());
@@ -775,7 +797,7 @@ class LayeredFlow {
       syncArc(t - 1, p, i, fp);
     };
     const std::uint64_t* parents = upRow(t - 1, i);
-    for (int w = 0; w < words_ && e > 0.0; ++w) {
+    for (int w = 0; w < words() && e > 0.0; ++w) {
       std::uint64_t bits = parents[w];
       while (bits != 0 && e > 0.0) {
         const int p = w * 64 + __builtin_ctzll(bits);
@@ -799,7 +821,7 @@ class LayeredFlow {
   // diagonal needed, so a BFS phase had to move it back (paths down to that node, up to one of
   // these parents and down to its leaf). Causal last layer 8% faster; non-causal cases ~4%.
   ATTNFLOW_HOT double passToLeaves(int t, int i, double amount) {
-    std::uint64_t* bottom = levelSet(t + 2) + uz(t + 1) * uz(words_);
+    std::uint64_t* bottom = levelSet(t + 2) + uz(t + 1) * uz(words());
     const std::uint64_t* res = residualRow(t, i);
     const double* cap = mats_[uz(t)] + uz(i) * uz(n_);
     double* f = flowMat(t) + uz(i) * uz(n_);
@@ -851,8 +873,8 @@ class LayeredFlow {
       for (int t = t0; t <= deepest; ++t) {
         std::uint64_t* held = t == t0 ? excessBits_.data() : waveBits(t);
         double* ex = t == t0 ? excess_.data() : waveExcess(t);
-        std::uint64_t* live = levelSet(t + 1) + uz(t) * uz(words_);
-        for (int w = 0; w < words_; ++w) {
+        std::uint64_t* live = levelSet(t + 1) + uz(t) * uz(words());
+        for (int w = 0; w < words(); ++w) {
           for (std::uint64_t bits = held[w] & live[w]; bits != 0; bits &= bits - 1) {
             const int i = w * 64 + __builtin_ctzll(bits);
             const double e0 = ex[uz(i)];
@@ -861,7 +883,7 @@ class LayeredFlow {
             const double tried = e;
             if (t + 1 < depth_) {
               const std::uint64_t* res = residualRow(t, i);
-              std::uint64_t* below = levelSet(t + 2) + uz(t + 1) * uz(words_);
+              std::uint64_t* below = levelSet(t + 2) + uz(t + 1) * uz(words());
               double* exBelow = waveExcess(t + 1);
               std::uint64_t* heldBelow = waveBits(t + 1);
               const double* cap = mats_[uz(t)] + uz(i) * uz(n_);
@@ -919,10 +941,10 @@ class LayeredFlow {
       for (int t = deepest; t > t0; --t) {
         std::uint64_t* held = waveBits(t);
         double* ex = waveExcess(t);
-        const std::uint64_t* live = levelSet(t + 1) + uz(t) * uz(words_);
+        const std::uint64_t* live = levelSet(t + 1) + uz(t) * uz(words());
         double* exAbove = t - 1 == t0 ? excess_.data() : waveExcess(t - 1);
         std::uint64_t* heldAbove = t - 1 == t0 ? excessBits_.data() : waveBits(t - 1);
-        for (int w = 0; w < words_; ++w) {
+        for (int w = 0; w < words(); ++w) {
           for (std::uint64_t bits = held[w]; bits != 0; bits &= bits - 1) {
             const int i = w * 64 + __builtin_ctzll(bits);
             const double e = ex[uz(i)];
@@ -940,8 +962,8 @@ class LayeredFlow {
         }
       }
       if (!again && !last && allow > kEps) {
-        const std::uint64_t* live = levelSet(t0 + 1) + uz(t0) * uz(words_);
-        for (int w = 0; w < words_ && !again; ++w) {
+        const std::uint64_t* live = levelSet(t0 + 1) + uz(t0) * uz(words());
+        for (int w = 0; w < words() && !again; ++w) {
           for (std::uint64_t bits = excessBits_[uz(w)] & live[w]; bits != 0; bits &= bits - 1) {
             if (excess_[uz(w * 64 + __builtin_ctzll(bits))] > kEps) {
               again = true;
@@ -974,9 +996,9 @@ class LayeredFlow {
   // What the live bottom nodes of the phase-1 levels can still pass to T: a bound on any flow
   // pushed down on those levels.
   double bottomRoom() {
-    const std::uint64_t* bottom = levelSet(depth_) + uz(depth_ - 1) * uz(words_);
+    const std::uint64_t* bottom = levelSet(depth_) + uz(depth_ - 1) * uz(words());
     double room = 0.0;
-    for (int w = 0; w < words_; ++w) {
+    for (int w = 0; w < words(); ++w) {
       std::uint64_t bits = bottom[w];
       while (bits != 0) {
         const int k = w * 64 + __builtin_ctzll(bits);
@@ -994,9 +1016,9 @@ class LayeredFlow {
     ensureLevels(levelT_);
     zeroFill(levels_.data(), (uz(levelT_) + 1) * uz(layerWords_));
     for (int t = 0; t < depth_; ++t) {
-      copyWords(coreachLayer(t), uz(words_), levelSet(t + 1) + uz(t) * uz(words_));
+      copyWords(coreachLayer(t), uz(words()), levelSet(t + 1) + uz(t) * uz(words()));
     }
-    std::uint64_t* bottom = levelSet(depth_) + uz(depth_ - 1) * uz(words_);
+    std::uint64_t* bottom = levelSet(depth_) + uz(depth_ - 1) * uz(words());
     forEachBit(coreachLayer(depth_ - 1), [&](int k) {
       if (c_[k] - ft_[uz(k)] <= kEps) clear(bottom, k);
     });
@@ -1015,18 +1037,18 @@ class LayeredFlow {
         n_ % 64 == 0 ? ~std::uint64_t{0} : (std::uint64_t{1} << (n_ % 64)) - 1;
     for (int t = 0; t < depth_; ++t) {
       const std::uint64_t* live = coreachLayer(t);
-      std::uint64_t* seen = visited_.data() + uz(t) * uz(words_);
-      for (int w = 0; w < words_; ++w) seen[w] = ~live[w];
-      seen[words_ - 1] |= ~lastMask;
+      std::uint64_t* seen = visited_.data() + uz(t) * uz(words());
+      for (int w = 0; w < words(); ++w) seen[w] = ~live[w];
+      seen[words() - 1] |= ~lastMask;
     }
     ensureLevels(1);
     {
       std::uint64_t* first = levelSet(1);
-      zeroFill(first, uz(words_));
+      zeroFill(first, uz(words()));
       for (int k = 0; k < n_; ++k) {
         if (!test(visited_.data(), k) && s_[k] - fs_[uz(k)] > kEps) set(first, k);
       }
-      for (int w = 0; w < words_; ++w) visited_[uz(w)] |= first[w];
+      for (int w = 0; w < words(); ++w) visited_[uz(w)] |= first[w];
     }
     // Layers lo, lo + 2, ..., hi of the current level may hold nodes.
     int lo = 0, hi = 0;
@@ -1036,11 +1058,11 @@ class LayeredFlow {
       std::uint64_t* next = levelSet(level + 1);
       const int nextLo = lo == 0 ? 1 : lo - 1;
       const int nextHi = hi == depth_ - 1 ? depth_ - 2 : hi + 1;
-      for (int t = nextLo; t <= nextHi; t += 2) zeroFill(next + uz(t) * uz(words_), uz(words_));
+      for (int t = nextLo; t <= nextHi; t += 2) zeroFill(next + uz(t) * uz(words()), uz(words()));
       bool any = false, reachesT = false;
       for (int t = lo; t <= hi; t += 2) {
-        const std::uint64_t* h = here + uz(t) * uz(words_);
-        for (int w = 0; w < words_; ++w) {
+        const std::uint64_t* h = here + uz(t) * uz(words());
+        for (int w = 0; w < words(); ++w) {
           std::uint64_t bits = h[w];
           while (bits != 0) {
             const int i = w * 64 + __builtin_ctzll(bits);
@@ -1048,15 +1070,15 @@ class LayeredFlow {
             any = true;
             if (t + 1 < depth_) {
               const std::uint64_t* row = residualRow(t, i);
-              std::uint64_t* out = next + uz(t + 1) * uz(words_);
-              for (int x = 0; x < words_; ++x) out[x] |= row[x];
+              std::uint64_t* out = next + uz(t + 1) * uz(words());
+              for (int x = 0; x < words(); ++x) out[x] |= row[x];
             } else if (c_[i] - ft_[uz(i)] > kEps) {
               reachesT = true;
             }
             if (t >= 1) {
               const std::uint64_t* row = upRow(t - 1, i);
-              std::uint64_t* out = next + uz(t - 1) * uz(words_);
-              for (int x = 0; x < words_; ++x) out[x] |= row[x];
+              std::uint64_t* out = next + uz(t - 1) * uz(words());
+              for (int x = 0; x < words(); ++x) out[x] |= row[x];
             }
           }
         }
@@ -1064,7 +1086,7 @@ class LayeredFlow {
       if (!any) return false;
       if (reachesT) {
         // Nodes at T's level or beyond lie on no shortest path.
-        for (int t = nextLo; t <= nextHi; t += 2) zeroFill(next + uz(t) * uz(words_), uz(words_));
+        for (int t = nextLo; t <= nextHi; t += 2) zeroFill(next + uz(t) * uz(words()), uz(words()));
         levelT_ = level + 1;
         return true;
       }
@@ -1072,10 +1094,10 @@ class LayeredFlow {
       lo = depth_;
       hi = -1;
       for (int t = nextLo; t <= nextHi; t += 2) {
-        std::uint64_t* out = next + uz(t) * uz(words_);
-        std::uint64_t* seen = visited_.data() + uz(t) * uz(words_);
+        std::uint64_t* out = next + uz(t) * uz(words());
+        std::uint64_t* seen = visited_.data() + uz(t) * uz(words());
         std::uint64_t used = 0;
-        for (int w = 0; w < words_; ++w) {
+        for (int w = 0; w < words(); ++w) {
           out[w] &= ~seen[w];
           seen[w] |= out[w];
           used |= out[w];
@@ -1111,7 +1133,7 @@ class LayeredFlow {
     if (t + 1 < depth_) {
       down = n_;
       if (a < n_) {
-        const int k = firstBoth(residualRow(t, i), live + uz(t + 1) * uz(words_), a);
+        const int k = firstBoth(residualRow(t, i), live + uz(t + 1) * uz(words()), a);
         if (k < n_) {
           touch(t * n_ + i);
           const std::size_t idx = uz(i) * uz(n_) + uz(k);
@@ -1136,7 +1158,7 @@ class LayeredFlow {
       }
     }
     if (t == 0) return kNoArc;
-    const int p = firstBoth(upRow(t - 1, i), live + uz(t - 1) * uz(words_), a - down);
+    const int p = firstBoth(upRow(t - 1, i), live + uz(t - 1) * uz(words()), a - down);
     if (p >= n_) return kNoArc;
     tt = t - 1;
     ti = p;
@@ -1208,7 +1230,7 @@ class LayeredFlow {
             f.pushed += amount;
           }
           if (room - amount <= kEps) {
-            clear(levelSet(f.level + 1) + uz(tt) * uz(words_), ti);
+            clear(levelSet(f.level + 1) + uz(tt) * uz(words()), ti);
           }
           continue;
         }
@@ -1225,7 +1247,7 @@ class LayeredFlow {
       }
       if (descended) continue;
       if (f.remaining > kEps && f.layer >= 0) {
-        clear(levelSet(f.level) + uz(f.layer) * uz(words_), f.index);
+        clear(levelSet(f.level) + uz(f.layer) * uz(words()), f.index);
       }
       const double got = f.pushed;
       if (top == 0) return got;
@@ -1248,7 +1270,7 @@ class LayeredFlow {
   int n_;
   int depth_;
   std::vector<const double*> mats_;
-  int words_;
+  int dynWords_;  // see words()
   int layerWords_;
   int numNodes_ = 0;
   int levelT_ = 0;
@@ -1290,6 +1312,18 @@ class LayeredFlow {
   const LeafFacts* flowFacts_ = nullptr;
 };
 
+// The solver for n nodes per layer: with two bitset words fixed at compile time where
+// n <= 128 (at n <= 64 the second is always zero), else with the count known at run time. With
+// the count a constant, every loop over a bitset's words unrolls to straight code. In WASM the
+// count read from memory cost 6-15% on every bench case (NOTES round 12): V8 kept each of those
+// loops, with a stack guard on every turn, and spilled more around them (natively 4-8%). The
+// two kinds sit behind virtual calls (one per solve or per source): a wrapper choosing between
+// them with a branch gained nothing, as both kinds' solve() were inlined into its one function.
+std::unique_ptr<LayeredFlow> makeLayeredFlow(int n, std::vector<const double*> mats) {
+  if (n <= 128) return std::make_unique<LayeredFlowT<2>>(n, std::move(mats));
+  return std::make_unique<LayeredFlowT<0>>(n, std::move(mats));
+}
+
 // ------------------------------------------------------------------------------------------
 // Per-source solving
 
@@ -1310,12 +1344,11 @@ std::vector<const double*> innerMatrices(const LayerStack& A, int layer) {
 // The certificate's half solvers (see FlowEngine). Source halves: node layers layer-1 .. h,
 // arcs A[layer-1] .. A[h+1]. Sink halves: node layers h .. 1, arcs A[h] .. A[2].
 std::unique_ptr<LayeredFlow> sourceHalfSolver(const LayerStack& A, int layer, int h) {
-  return std::make_unique<LayeredFlow>(static_cast<int>(A[0].rows()),
-                                       arcMatrices(A, layer - 1, h + 1));
+  return makeLayeredFlow(static_cast<int>(A[0].rows()), arcMatrices(A, layer - 1, h + 1));
 }
 
 std::unique_ptr<LayeredFlow> sinkHalfSolver(const LayerStack& A, int h) {
-  return std::make_unique<LayeredFlow>(static_cast<int>(A[0].rows()), arcMatrices(A, h, 2));
+  return makeLayeredFlow(static_cast<int>(A[0].rows()), arcMatrices(A, h, 2));
 }
 
 // Exact flows from (layer, r) to every (0, j), written to out[0..n-1]. `firstT` is A[1]
@@ -1387,7 +1420,7 @@ class ReversedFlow {
       for (Index k = 0; k < n_; ++k) base_[static_cast<std::size_t>(k)] += top(r, k);
     }
     for (double& b : base_) b /= n_;
-    solver_ = std::make_unique<LayeredFlow>(n_, std::move(mats));
+    solver_ = makeLayeredFlow(n_, std::move(mats));
     saved_.resize(static_cast<std::size_t>(n_));
     ready_.assign(static_cast<std::size_t>(n_), 0);
   }
@@ -1504,9 +1537,8 @@ struct FlowSolverCache::State {
   LayeredFlow& solverFor(const LayerStack& A, int sourceLayer) {
     forStack(A);
     const int n = static_cast<int>(A[0].rows());
-    return layerSolvers.get(sourceLayer, LayeredFlow::bytesFor(n, sourceLayer - 2), keptBytes, [&] {
-      return std::make_unique<LayeredFlow>(n, innerMatrices(A, sourceLayer));
-    });
+    return layerSolvers.get(sourceLayer, LayeredFlow::bytesFor(n, sourceLayer - 2), keptBytes,
+                            [&] { return makeLayeredFlow(n, innerMatrices(A, sourceLayer)); });
   }
 
   LayeredFlow& sourceHalfFor(const LayerStack& A, int sourceLayer, int h) {
@@ -1646,7 +1678,7 @@ class FlowEngine {
       } else {
         if (!solver && cache_) solver = &cache_->state().solverFor(A_, layer);
         if (!solver) {
-          ownSolver = std::make_unique<LayeredFlow>(n_, innerMatrices(A_, layer));
+          ownSolver = makeLayeredFlow(n_, innerMatrices(A_, layer));
           solver = ownSolver.get();
         }
         flowRowInto(solver, A_, layer, r, firstT(), row, &known);
