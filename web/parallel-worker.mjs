@@ -24,7 +24,8 @@
 // claims from the pool's shared counters (compute's claim, see claimer()), so that the workers
 // balance rows of uneven cost at run time; its result has the request's full shape, with the
 // rows of `units` written. With `fromEnd` the pool sent the request's layers and rows reversed,
-// and this part claims from the end: its units, counted in that order, are the request's last. While the other parts' sink values are on the way, it readies its result array.
+// and this part claims from the end: its units, counted in that order, are the request's last.
+// While the other parts' sink values are on the way, it readies its result array.
 // Without `claims`, each part is a share of the rows dealt ahead; while it waits, it computes
 // its share's certificate source flags (FusedAttention.certificateSources, compute's
 // sourceFlags).
