@@ -19,6 +19,18 @@ using attnflow::Matrix;
 
 namespace {
 
+// Random-graph rounds for a test: fewer in sanitizer (Debug) builds, where the reference max-flow
+// is ~10x slower.
+constexpr int releaseOrDebug(int release, int debug) {
+#ifdef NDEBUG
+  (void)debug;
+  return release;
+#else
+  (void)release;
+  return debug;
+#endif
+}
+
 // Requests that web/parallel.mjs splits over workers, for the tests of the split: one layer of
 // an encoder and of a causal input (certificate used, and none), several layers at alpha 1, and
 // repeated layers with one (layer 2) that uses no certificate.
@@ -105,11 +117,7 @@ TEST_CASE("attention flow: fast equals the plain max-flow on thousands of random
   int graphs = 0;
   double worst = 0.0;
   // Every kind appears every 600 iterations; sanitizer (Debug) builds run one round of them.
-#ifdef NDEBUG
-  const int iterations = 2400;
-#else
-  const int iterations = 600;
-#endif
+  const int iterations = releaseOrDebug(2400, 600);
   for (int it = 0; it < iterations; ++it) {
     const int layers = 1 + it % 6;
     const int n = 1 + (it / 6) % 10;
@@ -134,11 +142,7 @@ TEST_CASE("attention flow: fast equals the plain max-flow on thousands of random
 TEST_CASE("attention flow: fast equals the plain max-flow on deep random layered graphs") {
   // Depth >= 6 below the source switches on the excess rerouting of the warm start.
   std::mt19937 gen(777);
-#ifdef NDEBUG
-  const int iterations = 2000;
-#else
-  const int iterations = 200;
-#endif
+  const int iterations = releaseOrDebug(2000, 200);
   double worst = 0.0;
   for (int it = 0; it < iterations; ++it) {
     const int layers = 7 + it % 4;
@@ -783,11 +787,7 @@ TEST_CASE("attention flow: pairs solved on the reversed graph (many rows, layers
     }
     return stack;
   };
-#ifdef NDEBUG
-  const int iterations = 3000;
-#else
-  const int iterations = 420;
-#endif
+  const int iterations = releaseOrDebug(3000, 420);
   double worst = 0.0;
   int graphs = 0;
   for (int it = 0; it < iterations; ++it) {
