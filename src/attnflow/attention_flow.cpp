@@ -9,7 +9,8 @@
 //   at most a few live nodes wide (narrowMinCut()), the capacity of the minimum cut found by
 //   enumerating every cut (max-flow/min-cut). Residual capacities <= kEps (1e-15) count as
 //   saturated and "met" means within kMetTol (4e-15), so returned values agree with the true
-//   maximum to ~1e-14 on unit-scale capacities.
+//   maximum to ~1e-14 on unit-scale capacities; pairs the middle-layer certificate settles, to
+//   certificateTolerance(n) (4e-15 + n * 1e-15 for n nodes a layer).
 // * Warm starts (keeping the previous sink's flow) and the middle-layer certificate only choose
 //   where the search starts or which feasible flow is exhibited; they never skip the proof.
 // * The reversed graph (ReversedFlow: every arc turned around, flow from (0, j) to (layer, r)) has
@@ -45,6 +46,15 @@ constexpr double kEps = 1e-15;
 // A flow within kMetTol of a cut's capacity is reported as that capacity: the true maximum lies
 // between the two.
 constexpr double kMetTol = 4e-15;
+// The same for the middle-layer certificate's tests (see FlowEngine), which compare half flows
+// with cuts of n arcs. The solver counts an arc with up to kEps of room as saturated, so a half
+// flow that meets such a cut can end up to n * kEps short of its capacity, by an amount that
+// depends on the order of the solves: with kMetTol alone, at n >= 128 sink values solved in
+// slices (as a pool's workers do) ended 4e-15 to 2e-14 short where all sinks in one run met
+// their cut, so the pool certified fewer pairs than one thread, solved the others one by one
+// (2 workers 1.6x slower than one thread at L=24, n=512) and gave them different last bits
+// (751 values of an L=8, n=256 input).
+double certificateTolerance(int n) { return kMetTol + n * kEps; }
 // The lowest layer whose sources the middle-layer certificate serves (see FlowEngine): it needs
 // a few layers on each side of its middle layer.
 constexpr int kFirstCertificateLayer = 6;
@@ -1665,7 +1675,7 @@ class FlowEngine {
         const double sourceCap = A_[static_cast<std::size_t>(layer - 1)].row(r).sum();
         for (int j = 0; j < n_; ++j) {
           const double cut = std::min(sourceCap, colsum_(j));
-          if ((*sinkHalf)[static_cast<std::size_t>(j)] >= cut - kMetTol) {
+          if ((*sinkHalf)[static_cast<std::size_t>(j)] >= cut - certificateTolerance(n_)) {
             row[j] = cut;
             known[static_cast<std::size_t>(j)] = 1;
           }
@@ -1803,8 +1813,8 @@ class FlowEngine {
     if (!half->reachesEveryLeaf()) return false;
     const double* supplies = uniform().data();
     const double bound = half->upperBound(supplies);
-    if (bound < 1.0 - kMetTol) return false;
-    return half->solve(supplies, 1.0) >= 1.0 - kMetTol;
+    if (bound < 1.0 - certificateTolerance(n_)) return false;
+    return half->solve(supplies, 1.0) >= 1.0 - certificateTolerance(n_);
   }
 
   const LayerStack& A_;
