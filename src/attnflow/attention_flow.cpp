@@ -10,7 +10,8 @@
 //   enumerating every cut (max-flow/min-cut). Residual capacities <= kEps (1e-15) count as
 //   saturated and "met" means within kMetTol (4e-15), so returned values agree with the true
 //   maximum to ~1e-14 on unit-scale capacities; pairs the middle-layer certificate settles, to
-//   certificateTolerance(n) (4e-15 + n * 1e-15 for n nodes a layer).
+//   twice certificateTolerance(n) (4e-15 + n * 1e-15 for n nodes a layer; each of its two half
+//   flows may fall short of its cut by that much).
 // * Warm starts (keeping the previous sink's flow) and the middle-layer certificate only choose
 //   where the search starts or which feasible flow is exhibited; they never skip the proof.
 // * The reversed graph (ReversedFlow: every arc turned around, flow from (0, j) to (layer, r)) has

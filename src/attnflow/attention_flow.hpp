@@ -17,8 +17,9 @@ using Progress = std::function<bool(std::size_t done, std::size_t total)>;
 
 /// Un-normalised ("raw") flow from (layer, r) to every input token, for each r in rows.
 /// layer is 1-based (1..A.size()), rows are 0-based. Returns rows.size() x n. Exact: values agree
-/// with the true maximum to ~1e-14 (residuals <= 1e-15 count as saturated; arcs of 1e-14 and
-/// up are used). Throws InputError on a layer or row out of range.
+/// with the true maximum to ~1e-14, or to 2 * (4e-15 + n * 1e-15) for pairs settled by the
+/// middle-layer certificate (residuals <= 1e-15 count as saturated; arcs of 1e-14 and up are
+/// used). Throws InputError on a layer or row out of range.
 Matrix attentionFlow(const LayerStack& A, int layer, const std::vector<int>& rows,
                      const Progress& progress = {});
 
