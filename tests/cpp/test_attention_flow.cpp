@@ -46,7 +46,7 @@ const SplitCase kSplitCases[] = {{{12}, {12, 4, 40, 5, false}, 0.5},
                                  {{8, 2, 8}, {8, 2, 24, 9, false}, 0.5},
                                  // Flows that meet a cut up to the kEps of room its n = 256 arcs may
                                  // keep: with a fixed tolerance, sink values then depended on how the
-                                 // sinks were sliced (metTolerance() in attention_flow.cpp).
+                                 // sinks were sliced (certificateTolerance() in attention_flow.cpp).
                                  {{8}, {8, 2, 256, 1, false}, 0.5}};
 
 std::vector<int> allRows(int n) {
