@@ -180,11 +180,13 @@ class Session {
   /// sinkValues: 0, or the address of the numTokens certificate sink values of this request
   /// (certificateSinkValues, computed in parts by a pool of workers); sourceFlags: 0, or the
   /// address of its numLayers x numRows certificate source flags (certificateSourceFlags, int32).
+  /// requestRows: 0, or the row count of the whole request these rows are a share of
+  /// (attnflow::CertificateParts::requestRows).
   /// claim: undefined, or a function returning the next (layer, row) unit to compute (see
   /// attnflow::ClaimUnit); the rows of units it does not hand out are 0.
   void flow(double alpha, double discard, std::uintptr_t layers, int numLayers, std::uintptr_t rows, int numRows,
             bool normalize, bool receptiveField, std::uintptr_t sinkValues, std::uintptr_t sourceFlags,
-            val claim, val onProgress, std::uintptr_t out) {
+            int requestRows, val claim, val onProgress, std::uintptr_t out) {
     guarded([&] {
       const attnflow::LayerStack& a = mixed(alpha, discard);
       const std::vector<int> layerList = intList(layers, numLayers);
@@ -206,7 +208,8 @@ class Session {
       const int* flags = fromAddress<int>(sourceFlags);
       const attnflow::CertificateParts parts{
           doubleList(sinkValues, sinkValues ? numTokens_ : 0),
-          std::vector<char>(flags, flags + (sourceFlags ? numLayers * numRows : 0))};
+          std::vector<char>(flags, flags + (sourceFlags ? numLayers * numRows : 0)),
+          static_cast<std::size_t>(requestRows)};
       attnflow::ClaimUnit claimUnit;
       std::vector<std::size_t> claimed;  // the baseline's flow (receptiveField) takes the same units
       if (claim.typeOf().as<std::string>() == "function") {
@@ -227,7 +230,9 @@ class Session {
         std::size_t replayed = 0;
         const attnflow::ClaimUnit sameUnits = [&] { return claimed[replayed++]; };
         const std::vector<attnflow::Matrix> base = attnflow::attentionFlowLayers(
-            baseline(alpha), layerList, rowList, progress, {}, claimUnit ? sameUnits : attnflow::ClaimUnit{});
+            baseline(alpha), layerList, rowList, progress,
+            attnflow::CertificateParts{{}, {}, static_cast<std::size_t>(requestRows)},
+            claimUnit ? sameUnits : attnflow::ClaimUnit{});
         for (std::size_t k = 0; k < values.size(); ++k) attnflow::divideByBaseline(values[k], base[k]);
       }
       double* target = reinterpret_cast<double*>(out);
@@ -255,12 +260,14 @@ class Session {
     });
   }
 
-  /// Writes the certificate source flags of these layers and rows (layer-major, int32) to out.
+  /// Writes the certificate source flags of these layers and rows (layer-major, int32) to out;
+  /// requestRows as for flow().
   void certificateSourceFlags(double alpha, double discard, std::uintptr_t layers, int numLayers,
-                              std::uintptr_t rows, int numRows, std::uintptr_t out) {
+                              std::uintptr_t rows, int numRows, int requestRows, std::uintptr_t out) {
     guarded([&] {
       const std::vector<char> flags = attnflow::certificateSourceFlags(
-          mixed(alpha, discard), intList(layers, numLayers), intList(rows, numRows), &flowSolver_);
+          mixed(alpha, discard), intList(layers, numLayers), intList(rows, numRows), &flowSolver_,
+          static_cast<std::size_t>(requestRows));
       std::copy(flags.begin(), flags.end(), reinterpret_cast<std::int32_t*>(out));
     });
   }

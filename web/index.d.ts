@@ -122,6 +122,14 @@ export interface ComputeOptions extends FusionOptions {
    */
   sourceFlags?: Uint8Array;
   /**
+   * Flow only, for splitting one computation by rows over threads: the row count of the whole
+   * request whose rows this call computes a share of (at least rows.length; default
+   * rows.length). The core chooses its shortcuts by the request's row count (its certificate
+   * needs at least 8 rows) and a value's last bits depend on the path, so every share passes
+   * the whole request's count for its numbers to be the whole request's, bitwise.
+   */
+  requestRows?: number;
+  /**
    * Flow only, for splitting one computation over threads that balance it at run time: compute
    * only the (layer, row) units this function hands out. It is called before each unit and
    * returns the next one, u = k * rows.length + q for (layers[k], rows[q]), each larger than the
@@ -218,19 +226,20 @@ export class FusedAttention {
   mixedLayer(layer: number, options?: { alpha?: number; discard?: number }): Float64Array;
   /**
    * For splitting a flow computation by rows over threads (as web/parallel.mjs does): the sink
-   * values of its certificate for sinks first..last-1, when each share has shareRows rows or more.
-   * Each thread computes a part; the joined values go to every share's compute as sinkValues.
+   * values of the certificate of a request of requestRows rows, for sinks first..last-1. Each
+   * thread computes a part; the joined values go to every share's compute as sinkValues, with
+   * requestRows.
    */
   certificateSinks(options: { alpha?: number; discard?: number; layers?: 'last' | 'all' | number[] },
-                   shareRows: number, first: number, last: number): CertificateSinks;
+                   requestRows: number, first: number, last: number): CertificateSinks;
   /**
    * For splitting a flow computation by rows over threads: per (layer, row) of these options,
    * layer-major, 1 if that source passes the certificate's source test, else 0 (all 0 when the
    * request uses no certificate). Needs no sink values; pass the result to compute as
-   * sourceFlags with the same options.
+   * sourceFlags with the same options (requestRows as for compute).
    */
   certificateSources(options: { alpha?: number; discard?: number; layers?: 'last' | 'all' | number[];
-                                rows?: 'all' | number[] }): Uint8Array;
+                                rows?: 'all' | number[]; requestRows?: number }): Uint8Array;
   dispose(): void;
 }
 

@@ -25,6 +25,16 @@ function checkedSinkValues(values, n) {
   return values;
 }
 
+/** The requestRows option of compute and certificateSources: absent (0: the call's own rows) or
+ * the row count of the whole request these rows are a share of. */
+function checkedRequestRows(requestRows, numRows) {
+  if (requestRows === undefined || requestRows === null) return 0;
+  if (!Number.isInteger(requestRows) || requestRows < numRows) {
+    fail('E_OPTION', `requestRows must be an integer >= the ${numRows} rows asked for (got ${JSON.stringify(requestRows)})`);
+  }
+  return requestRows;
+}
+
 /** compute's sourceFlags option: absent (empty) or one 0/1 flag per (layer, row) of the request. */
 function checkedSourceFlags(flags, count) {
   if (flags === undefined || flags === null) return new Uint8Array(0);
@@ -113,12 +123,13 @@ export class FusedAttention {
             : undefined;
           const sinkValues = checkedSinkValues(options.sinkValues, n);
           const sourceFlags = checkedSourceFlags(options.sourceFlags, layers.length * rows.length);
+          const requestRows = checkedRequestRows(options.requestRows, rows.length);
           if (options.claim !== undefined && typeof options.claim !== 'function') {
             fail('E_OPTION', 'claim must be a function returning the next unit to compute');
           }
           withInts(M, layers, (layersAddress) => withDoubles(M, sinkValues, (sinkAddress) => withInts(M, sourceFlags, (flagsAddress) => call(M, () => session.flow(
             alpha, discard, layersAddress, layers.length, rowsAddress, rows.length, normalize, receptiveField,
-            sinkValues.length ? sinkAddress : 0, sourceFlags.length ? flagsAddress : 0, options.claim, onProgress, out)))));
+            sinkValues.length ? sinkAddress : 0, sourceFlags.length ? flagsAddress : 0, requestRows, options.claim, onProgress, out)))));
         } else {
           layers.forEach((layer, i) => {
             const target = out + i * perLayer * 8;
@@ -177,15 +188,15 @@ export class FusedAttention {
     });
   }
 
-  certificateSinks(options, shareRows, first, last) {
+  certificateSinks(options, requestRows, first, last) {
     const session = this.#live();
     const M = this.#module;
     const { alpha, discard, layers } = resolveCompute('flow', { ...options, rows: [0] }, this);
-    if (!Number.isInteger(shareRows) || shareRows < 1) fail('E_OPTION', `shareRows must be a positive integer (got ${JSON.stringify(shareRows)})`);
+    if (!Number.isInteger(requestRows) || requestRows < 1) fail('E_OPTION', `requestRows must be a positive integer (got ${JSON.stringify(requestRows)})`);
     if (!Number.isInteger(first) || !Number.isInteger(last) || first < 0 || first > last || last > this.numTokens) {
       fail('E_OPTION', `sinks ${JSON.stringify(first)}..${JSON.stringify(last)} are out of range (0..${this.numTokens})`);
     }
-    const middleLayer = withInts(M, layers, (layersAddress) => call(M, () => session.certificateMiddleLayer(layersAddress, layers.length, shareRows)));
+    const middleLayer = withInts(M, layers, (layersAddress) => call(M, () => session.certificateMiddleLayer(layersAddress, layers.length, requestRows)));
     if (middleLayer === 0) return { middleLayer, values: new Float64Array(0) };
     const values = withAllocation(M, (last - first) * 8, (out) => {
       call(M, () => session.certificateSinkValues(alpha, discard, middleLayer, first, last, out));
@@ -198,10 +209,11 @@ export class FusedAttention {
     const session = this.#live();
     const M = this.#module;
     const { alpha, discard, layers, rows } = resolveCompute('flow', options, this);
+    const requestRows = checkedRequestRows(options.requestRows, rows.length);
     const count = layers.length * rows.length;
     return withInts(M, layers, (layersAddress) => withInts(M, rows, (rowsAddress) =>
       withAllocation(M, count * 4, (out) => {
-        call(M, () => session.certificateSourceFlags(alpha, discard, layersAddress, layers.length, rowsAddress, rows.length, out));
+        call(M, () => session.certificateSourceFlags(alpha, discard, layersAddress, layers.length, rowsAddress, rows.length, requestRows, out));
         return Uint8Array.from(M.HEAP32.subarray(out >> 2, (out >> 2) + count));
       })));
   }

@@ -8,7 +8,7 @@
 //        -> {type:'ready', summary: {tokens, numLayers, numHeads, numTokens, fused, format, warnings}}
 //        peers[p] is a channel to worker p of the pool (null at this worker's own index).
 //   {type:'compute', id, method, options: {alpha, discard, layers, rows, normalize, receptiveField},
-//    sinks?: {exchange, part, parts, shareRows, first, last, shared?: {values, arrived}}, claims: boolean,
+//    sinks?: {exchange, part, parts, requestRows, first, last, shared?: {values, arrived}}, claims: boolean,
 //    fromEnd: boolean, progress: boolean}
 //        -> {type:'progress', id, done, total} (flow only, if progress is wanted, throttled) ... then
 //           {type:'result', id, scores: Float64Array (transferred), units: Int32Array | null}
@@ -89,8 +89,8 @@ function receiveSinkValues({ exchange, first, values }) {
  * the sink values goes to the other parts first; `meanwhile()` runs while theirs are on the way,
  * and what it returns is merged into the parts.
  */
-async function certificateParts(options, { exchange, part, parts, shareRows, first, last, shared }, meanwhile) {
-  const { middleLayer, values } = fused.certificateSinks(options, shareRows, first, last);
+async function certificateParts(options, { exchange, part, parts, requestRows, first, last, shared }, meanwhile) {
+  const { middleLayer, values } = fused.certificateSinks(options, requestRows, first, last);
   if (middleLayer === 0) return meanwhile();  // the same for every part: none of them waits
   if (shared) {
     shared.values.set(values, first);
@@ -164,8 +164,10 @@ async function handle(message) {
       // fits; with claims, if none fits, a new one is written while the other parts' sink values
       // are on the way (the other workers claim more units meanwhile).
       let into = claims ? undefined : takeSpare(count);
+      // A share of a request's rows chooses the core's shortcuts as the whole request does.
+      const requestRows = sinks?.requestRows;
       const meanwhile = () => {
-        if (!claims) return { sourceFlags: fused.certificateSources(options) };
+        if (!claims) return { sourceFlags: fused.certificateSources({ ...options, requestRows }) };
         into = writtenArray(count);
         return {};
       };
@@ -182,6 +184,7 @@ async function handle(message) {
       const { scores } = fused.compute(method, {
         ...options,
         ...certificate,
+        requestRows,
         into,
         claim: claims ? claimer(numUnits, units, fromEnd) : undefined,
         onProgress: progress && method === 'flow' ? onProgress : undefined,

@@ -315,7 +315,6 @@ export class ParallelAttention {
     // Parts of rows over the same layers, one per worker, share the flow certificate's per-sink
     // work: worker w computes the sink values of slice w and sends it to the others.
     const sharesSinks = method === 'flow' && tasks.length > 1 && tasks.every((task) => task.layers === layers);
-    const shareRows = Math.min(...tasks.map((task) => task.rows.length));
     if (claims) {
       this.#counter.fill(0);
       Atomics.store(this.#sinkExchange.arrived, 0, 0);
@@ -406,7 +405,7 @@ export class ParallelAttention {
           };
           const sinks = sharesSinks
             ? {
-              exchange: firstId, part: t, parts: tasks.length, shareRows,
+              exchange: firstId, part: t, parts: tasks.length, requestRows: rows.length,
               first: Math.floor((n * t) / tasks.length), last: Math.floor((n * (t + 1)) / tasks.length),
               shared: claims ? this.#sinkExchange : undefined,
             }

@@ -1640,16 +1640,18 @@ class FlowEngine {
   }
 
   /// Flows from (layer, rows[q]) into row q of out (rows.size() x n) for each q that nextRow()
-  /// gives (it returns -1 when done); calls tick() after each row. sourceFlags: empty, or the
-  /// result of sourceFlags() for these rows (then not computed again).
+  /// gives (it returns -1 when done); calls tick() after each row. requestRows: the row count
+  /// the shortcuts are chosen by (rows.size(), or the whole request's when rows are a share of
+  /// it). sourceFlags: empty, or the result of sourceFlags() for these rows (then not computed
+  /// again).
   template <typename NextRow, typename Tick>
-  void run(int layer, const std::vector<int>& rows, Matrix& out,
+  void run(int layer, const std::vector<int>& rows, std::size_t requestRows, Matrix& out,
            const std::vector<char>& sourceFlags, NextRow nextRow, Tick tick) {
     // Built at the first row the certificate does not settle (at L=12, n=128 building it is
     // 0.1-0.2 ms, and the certificate often settles every row).
     LayeredFlow* solver = nullptr;
     std::unique_ptr<LayeredFlow> ownSolver;  // without a cache
-    const int h = middleLayer(layer, rows.size());
+    const int h = middleLayer(layer, requestRows);
     // The sink halves are computed at the first source that passes its test: on causal inputs
     // none does (a source reaches only the tokens up to its own in the middle layer), and the
     // sink halves would cost 2% of a last-layer run at L=12, n=128 for nothing.
@@ -1660,7 +1662,7 @@ class FlowEngine {
     std::vector<char> known(static_cast<std::size_t>(n_));
     // Many rows of a non-causal layer: pairs the certificate leaves are solved on the reversed
     // graph from a fixed start per sink (ReversedFlow), built at the first such pair.
-    const bool reversedMode = usesReversed(layer, rows.size());
+    const bool reversedMode = usesReversed(layer, requestRows);
     ReversedFlow* reversed = nullptr;
     std::unique_ptr<ReversedFlow> ownReversed;  // without a cache
     for (std::ptrdiff_t next = nextRow(); next >= 0; next = nextRow()) {
@@ -1703,9 +1705,9 @@ class FlowEngine {
   /// deliver the middle layer's uniform supplies), for the middle layer run() uses with these
   /// arguments; all 0 when it uses none. Needs no sink values, so a thread can do this while it
   /// waits for them.
-  std::vector<char> sourceFlags(int layer, const std::vector<int>& rows) {
+  std::vector<char> sourceFlags(int layer, const std::vector<int>& rows, std::size_t requestRows) {
     std::vector<char> flags(rows.size(), 0);
-    const int h = middleLayer(layer, rows.size());
+    const int h = middleLayer(layer, requestRows);
     if (h == 0) return flags;
     std::unique_ptr<LayeredFlow> own;
     LayeredFlow* half = sourceHalfFor(layer, h, own);
@@ -1843,6 +1845,20 @@ void FlowSolverCache::prepare(const LayerStack& A, int layer) {
   if (layer >= 3) state_->solverFor(A, layer).writeStorage();
 }
 
+namespace {
+
+// The row count the fast path chooses its shortcuts by (see CertificateParts::requestRows).
+std::size_t requestRowsOf(const CertificateParts& parts, const std::vector<int>& rows) {
+  if (parts.requestRows == 0) return rows.size();
+  if (parts.requestRows < rows.size()) {
+    throw InputError("attention flow: a share of " + std::to_string(rows.size()) +
+                     " rows cannot come from a request of " + std::to_string(parts.requestRows));
+  }
+  return parts.requestRows;
+}
+
+}  // namespace
+
 Matrix attentionFlow(const LayerStack& A, int layer, const std::vector<int>& rows,
                      const Progress& progress) {
   const int n = checkRequest(A, layer, rows);
@@ -1853,7 +1869,7 @@ Matrix attentionFlow(const LayerStack& A, int layer, const std::vector<int>& row
   FlowEngine engine(A);
   std::size_t next = 0;
   engine.run(
-      layer, rows, out, {},
+      layer, rows, rows.size(), out, {},
       [&]() { return next < rows.size() ? static_cast<std::ptrdiff_t>(next++) : -1; },
       [&](std::size_t q) { report(progress, (q + 1) * static_cast<std::size_t>(n), total); });
   return out;
@@ -1884,10 +1900,11 @@ std::vector<Matrix> attentionFlowLayers(const LayerStack& A, const std::vector<i
     return claimed;
   };
   unit = claimNext();
+  const std::size_t requestRows = requestRowsOf(parts, rows);
   std::vector<Matrix> result;
   FlowEngine engine(A, cache);
   if (!parts.sinkValues.empty()) {
-    const int h = FlowEngine::middleLayerOf(layers, rows.size());
+    const int h = FlowEngine::middleLayerOf(layers, requestRows);
     if (h == 0 || parts.sinkValues.size() != static_cast<std::size_t>(n)) {
       throw InputError("attention flow: " + std::to_string(parts.sinkValues.size()) +
                        " certificate sink values given; this request takes " +
@@ -1912,7 +1929,7 @@ std::vector<Matrix> attentionFlowLayers(const LayerStack& A, const std::vector<i
       flags.assign(first, first + static_cast<std::ptrdiff_t>(rows.size()));
     }
     engine.run(
-        layers[k], rows, result.back(), flags,
+        layers[k], rows, requestRows, result.back(), flags,
         [&]() { return unit < end ? static_cast<std::ptrdiff_t>(unit - k * rows.size()) : -1; },
         [&](std::size_t) {
           report(progress, ++unitsDone * static_cast<std::size_t>(n), total);
@@ -1942,12 +1959,14 @@ std::vector<double> certificateSinkValues(const LayerStack& A, int middleLayer, 
 }
 
 std::vector<char> certificateSourceFlags(const LayerStack& A, const std::vector<int>& layers,
-                                         const std::vector<int>& rows, FlowSolverCache* cache) {
+                                         const std::vector<int>& rows, FlowSolverCache* cache,
+                                         std::size_t requestRows) {
   checkLayersRequest(A, layers, rows);
   std::vector<char> flags;
   FlowEngine engine(A, cache);
+  const std::size_t chosenBy = requestRowsOf(CertificateParts{{}, {}, requestRows}, rows);
   for (int layer : layers) {
-    const std::vector<char> part = engine.sourceFlags(layer, rows);
+    const std::vector<char> part = engine.sourceFlags(layer, rows, chosenBy);
     flags.insert(flags.end(), part.begin(), part.end());
   }
   return flags;

@@ -34,6 +34,11 @@ struct CertificateParts {
   std::vector<double> sinkValues;
   /// certificateSourceFlags for the same layers and rows.
   std::vector<char> sourceFlags;
+  /// The row count of the whole request when the call computes a share of its rows; 0: the
+  /// call's own. The fast path chooses its shortcuts by the request's row count (the certificate
+  /// needs at least 8 rows), and a pair's last bits depend on the path, so every share must
+  /// choose as the whole request does for its numbers to be the whole request's bitwise.
+  std::size_t requestRows = 0;
 };
 
 /// For a request split over threads at run time: returns the next unclaimed unit
@@ -89,9 +94,8 @@ std::vector<Matrix> attentionFlowLayers(const LayerStack& A, const std::vector<i
                                         FlowSolverCache* cache = nullptr);
 
 /// The certificate's middle layer for these layers and numRows rows: 0 if none of them uses one,
-/// or if they use different ones (then sink values cannot be passed in parts). A share of a
-/// request split by rows must use the same one, so the shares take the smallest share's row
-/// count.
+/// or if they use different ones (then sink values cannot be passed in parts). The shares of a
+/// request split by rows all use the whole request's (see CertificateParts::requestRows).
 int certificateMiddleLayer(const LayerStack& A, const std::vector<int>& layers,
                            std::size_t numRows);
 /// The certificate's sink values at middleLayer for sinks first..last-1. With cache, the sink
@@ -100,10 +104,12 @@ std::vector<double> certificateSinkValues(const LayerStack& A, int middleLayer, 
                                           int last, FlowSolverCache* cache = nullptr);
 /// Per (layer, row), layer-major, whether the source passes the certificate's test (it can send
 /// the middle layer's uniform supplies): what attentionFlowLayers would find for these layers and
-/// rows. Needs no sink values. With cache, the source half solver comes from it and stays there.
+/// rows (a share of a request of requestRows rows, see CertificateParts; 0: rows.size()). Needs
+/// no sink values. With cache, the source half solver comes from it and stays there.
 std::vector<char> certificateSourceFlags(const LayerStack& A, const std::vector<int>& layers,
                                          const std::vector<int>& rows,
-                                         FlowSolverCache* cache = nullptr);
+                                         FlowSolverCache* cache = nullptr,
+                                         std::size_t requestRows = 0);
 
 /// The same numbers by one plain Dinic max-flow per (row, token) pair on the full layered graph.
 /// Slow; kept as the reference the fast path is tested against.

@@ -583,6 +583,46 @@ TEST_CASE("attention flow: rows split in shares with certificate sink values com
   CHECK_THROWS_AS(attnflow::certificateSinkValues(B, 9, 0, 20), attnflow::InputError);
 }
 
+TEST_CASE("attention flow: shares smaller than the certificate's row minimum of a request that "
+          "uses it give its numbers, bitwise, when they pass its row count") {
+  // A request of 8 rows uses the certificate; its shares of 4 rows on 2 workers (rows dealt
+  // ahead) would not on their own, and 145 of their values then differed from the whole
+  // request's in the last bits (web/parallel.mjs, balance 'static').
+  const LayerStack A = attnflow::synthetic::mixedStack({6, 1, 256, 501, false}, 0.5);
+  const std::vector<int> rows = {59, 180, 77, 95, 147, 237, 19, 255};
+  const std::vector<int> layers = {6};
+  const int h = attnflow::certificateMiddleLayer(A, layers, rows.size());
+  REQUIRE(h > 0);
+  const std::vector<Matrix> whole = attnflow::attentionFlowLayers(A, layers, rows);
+  const std::vector<double> values = attnflow::certificateSinkValues(A, h, 0, 256);
+  int sharesDifferingAlone = 0;
+  for (int part = 0; part < 2; ++part) {
+    std::vector<int> share;
+    std::vector<std::size_t> at;
+    for (std::size_t q = 0; q < rows.size(); ++q) {
+      if (static_cast<int>(q % 2) == part) {
+        share.push_back(rows[q]);
+        at.push_back(q);
+      }
+    }
+    const std::vector<char> flags =
+        attnflow::certificateSourceFlags(A, layers, share, nullptr, rows.size());
+    attnflow::CertificateParts parts{values, flags, rows.size()};
+    const Matrix mine = attnflow::attentionFlowLayers(A, layers, share, {}, parts)[0];
+    const Matrix alone = attnflow::attentionFlowLayers(A, layers, share)[0];
+    for (std::size_t q = 0; q < share.size(); ++q) {
+      const auto row = static_cast<Eigen::Index>(q);
+      CHECK((mine.row(row).array() == whole[0].row(static_cast<Eigen::Index>(at[q])).array()).all());
+      if (!(alone.row(row).array() == whole[0].row(static_cast<Eigen::Index>(at[q])).array()).all()) {
+        ++sharesDifferingAlone;
+      }
+    }
+  }
+  CHECK(sharesDifferingAlone > 0);  // the input is one where the row count matters
+  CHECK_THROWS_AS(attnflow::attentionFlowLayers(A, layers, rows, {}, {{}, {}, 7}),
+                  attnflow::InputError);
+}
+
 TEST_CASE("attention flow: units claimed at run time by several callers give the same numbers, "
           "bitwise, and every unit once") {
   // What web/parallel.mjs does where a shared counter is available: each worker computes the

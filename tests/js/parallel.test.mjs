@@ -164,6 +164,28 @@ test('a pool certifies the same pairs as one thread where half flows meet their 
   }
 });
 
+test('shares of rows dealt ahead choose the core\'s shortcuts as the whole request does', async () => {
+  // 8 rows use the flow certificate; dealt ahead to 2 workers, each share has 4, too few for it
+  // on their own: the shares now pass the request's row count (before, 145 values differed).
+  const bytes = syntheticNpy({ layers: 6, heads: 1, tokens: 256, seed: 501 });
+  for (const options of [
+    { rows: [59, 180, 77, 95, 147, 237, 19, 255], normalize: false },
+    { rows: [59, 180, 77, 95, 147, 237, 19, 255, 3], receptiveField: true },
+  ]) {
+    const expected = await single(bytes, 'flow', options);
+    for (const balance of BALANCES) {
+      assertBitwiseEqual(await computeParallel({ bytes, name: 'x.npy' }, 'flow', { ...options, workers: 2, balance }), expected);
+    }
+  }
+  const fused = await FusedAttention.create(await loadAttention(bytes, { name: 'x.npy' }));
+  try {
+    assert.throws(() => fused.compute('flow', { rows: [1, 2, 3], requestRows: 2 }), { code: 'E_OPTION', message: /requestRows must be an integer >= the 3 rows/ });
+    assert.throws(() => fused.certificateSources({ rows: [1, 2], requestRows: 1.5 }), { code: 'E_OPTION' });
+  } finally {
+    fused.dispose();
+  }
+});
+
 test('raw and rollout go through the pool unchanged; scoresFor and toJSON work', async () => {
   const bytes = syntheticNpy(SMALL);
   const pool = await ParallelAttention.open({ bytes, name: 'x.npy' }, { workers: 2 });
@@ -334,7 +356,7 @@ test('a claiming worker waits until every part has written its sink values into 
     const result = reply('result');
     worker.postMessage({
       type: 'compute', id: 1, method: 'flow', options, claims: true, progress: false,
-      sinks: { exchange: 1, part: 0, parts: 2, shareRows: 12, first: 0, last: 12, shared },
+      sinks: { exchange: 1, part: 0, parts: 2, requestRows: 24, first: 0, last: 12, shared },
     });
     let written = false;
     result.then(() => assert.ok(written, 'the worker replied before part 1 wrote its sink values'), () => {});
