@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { AttnflowError, FusedAttention, loadAttention } from 'attnflow';
 import { computeParallel, ParallelAttention } from '../../web/parallel.mjs';
-import { npyHeader, syntheticNpy } from '../../bench/synthetic.mjs';
+import { mulberry32, npyHeader, syntheticNpy } from '../../bench/synthetic.mjs';
 
 const SMALL = { layers: 5, heads: 3, tokens: 12, seed: 11 };
 // dynamic: the workers claim (layer, row) units from a shared counter (Node's default);
@@ -183,6 +183,37 @@ test('shares of rows dealt ahead choose the core\'s shortcuts as the whole reque
     assert.throws(() => fused.certificateSources({ rows: [1, 2], requestRows: 1.5 }), { code: 'E_OPTION' });
   } finally {
     fused.dispose();
+  }
+});
+
+test('random flow requests on random inputs: a pool gives the one-thread numbers bitwise, both balances', async () => {
+  // What found the two bugs above: random shapes (flat or peaky, some causal), rows (all, or
+  // 8-15 of them: shares below the certificate's row minimum) and layers, seeded.
+  const random = mulberry32(2026);
+  const pick = (list) => list[Math.floor(random() * list.length)];
+  for (let input = 0; input < 6; input++) {
+    const n = pick([24, 40, 64, 96]);
+    const shape = { layers: pick([6, 7, 8]), heads: pick([1, 2]), tokens: n, seed: 1 + Math.floor(random() * 1000), causal: random() < 0.3, profile: pick(['flat', 'peaky']) };
+    const bytes = syntheticNpy(shape);
+    const fused = await FusedAttention.create(await loadAttention(bytes, { name: 'x.npy' }));
+    const requests = Array.from({ length: 3 }, () => ({
+      rows: random() < 0.4 ? 'all' : [...new Set(Array.from({ length: 8 + Math.floor(random() * 8) }, () => Math.floor(random() * n)))],
+      layers: random() < 0.3 ? 'all' : 'last',
+      alpha: pick([0.5, 1]),
+      normalize: false,
+    }));
+    try {
+      for (const balance of BALANCES) {
+        const pool = await ParallelAttention.open({ bytes, name: 'x.npy' }, { workers: 2, balance });
+        try {
+          for (const request of requests) assertBitwiseEqual(await pool.compute('flow', request), fused.compute('flow', request));
+        } finally {
+          pool.close();
+        }
+      }
+    } finally {
+      fused.dispose();
+    }
   }
 });
 
