@@ -198,11 +198,10 @@ struct SavedFlowState {
 // layer fixed at compile time or not (see makeLayeredFlow()).
 class LayeredFlow {
  public:
-  using SavedState = SavedFlowState;
   virtual ~LayeredFlow() = default;
   virtual void setSource(const double* s) = 0;
-  virtual void saveState(SavedState& z) const = 0;
-  virtual void loadState(const SavedState& z) = 0;
+  virtual void saveState(SavedFlowState& z) const = 0;
+  virtual void loadState(const SavedFlowState& z) = 0;
   virtual void writeStorage() = 0;
   virtual bool lowerTriangular() const = 0;
   virtual bool reachesEveryLeaf() const = 0;
@@ -316,7 +315,7 @@ class LayeredFlowT final : public LayeredFlow {
   }
 
   /// Saves what a solve reads (see SavedFlowState); loadState() puts it back.
-  __attribute__((noinline)) void saveState(SavedState& z) const override {
+  __attribute__((noinline)) void saveState(SavedFlowState& z) const override {
     z.s = s_;
     z.sourceCap = sourceCap_;
     z.inCapReady = inCapReady_;
@@ -348,7 +347,7 @@ class LayeredFlowT final : public LayeredFlow {
     }
   }
 
-  __attribute__((noinline)) void loadState(const SavedState& z) override {
+  __attribute__((noinline)) void loadState(const SavedFlowState& z) override {
     // Rows touched now but not then go back to untouched (the saved rows are written below).
     for (int v : z.touched) isTouched_[uz(v)] = 2;
     for (int v : touched_) {
@@ -1451,7 +1450,7 @@ class ReversedFlow {
   std::size_t memoryBytes() const {
     const auto n = static_cast<std::size_t>(n_);
     std::size_t bytes = transposed_.size() * n * n * sizeof(double) + solver_->memoryBytes();
-    for (const LayeredFlow::SavedState& z : saved_) {
+    for (const SavedFlowState& z : saved_) {
       bytes += (z.inCap.capacity() + z.fs.capacity() + z.ft.capacity() + z.flows.capacity()) *
                    sizeof(double) +
                (z.reach.capacity() + z.up.capacity() + z.residualRows.capacity()) *
@@ -1482,7 +1481,7 @@ class ReversedFlow {
   std::vector<Matrix> transposed_;  // A[2]^T .. A[layer-1]^T, the solver's matrices
   std::vector<double> base_;        // its address keys the solver's facts: fixed for its life
   std::unique_ptr<LayeredFlow> solver_;
-  std::vector<LayeredFlow::SavedState> saved_;
+  std::vector<SavedFlowState> saved_;
   std::vector<char> ready_;
 };
 
@@ -1605,7 +1604,8 @@ class FlowEngine {
  public:
   explicit FlowEngine(const LayerStack& A, FlowSolverCache* cache = nullptr)
       : A_(A), cache_(cache), n_(static_cast<int>(A[0].rows())),
-        colsum_(A[0].colwise().sum()), uniform_(static_cast<std::size_t>(n_), 1.0 / n_) {}
+        certificateTol_(certificateTolerance(n_)), colsum_(A[0].colwise().sum()),
+        uniform_(static_cast<std::size_t>(n_), 1.0 / n_) {}
 
   /// The middle layer that run() uses for every one of these layers that uses one, with this
   /// many rows; 0 if none does or they use different ones (then no sink values can be shared).
@@ -1678,7 +1678,7 @@ class FlowEngine {
         const double sourceCap = A_[static_cast<std::size_t>(layer - 1)].row(r).sum();
         for (int j = 0; j < n_; ++j) {
           const double cut = std::min(sourceCap, colsum_(j));
-          if ((*sinkHalf)[static_cast<std::size_t>(j)] >= cut - certificateTolerance(n_)) {
+          if ((*sinkHalf)[static_cast<std::size_t>(j)] >= cut - certificateTol_) {
             row[j] = cut;
             known[static_cast<std::size_t>(j)] = 1;
           }
@@ -1816,13 +1816,14 @@ class FlowEngine {
     if (!half->reachesEveryLeaf()) return false;
     const double* supplies = uniform().data();
     const double bound = half->upperBound(supplies);
-    if (bound < 1.0 - certificateTolerance(n_)) return false;
-    return half->solve(supplies, 1.0) >= 1.0 - certificateTolerance(n_);
+    if (bound < 1.0 - certificateTol_) return false;
+    return half->solve(supplies, 1.0) >= 1.0 - certificateTol_;
   }
 
   const LayerStack& A_;
   FlowSolverCache* cache_;
   int n_;
+  double certificateTol_;  // certificateTolerance(n_)
   Matrix firstT_;  // A[1] transposed (row j: the capacities into sink j); see firstT()
   Eigen::RowVectorXd colsum_;
   std::vector<double> uniform_;
@@ -1847,14 +1848,15 @@ void FlowSolverCache::prepare(const LayerStack& A, int layer) {
 
 namespace {
 
-// The row count the fast path chooses its shortcuts by (see CertificateParts::requestRows).
-std::size_t requestRowsOf(const CertificateParts& parts, const std::vector<int>& rows) {
-  if (parts.requestRows == 0) return rows.size();
-  if (parts.requestRows < rows.size()) {
+// The row count the fast path chooses its shortcuts by: requestRows (see
+// CertificateParts::requestRows), or rows.size() when that is 0.
+std::size_t requestRowsOf(std::size_t requestRows, const std::vector<int>& rows) {
+  if (requestRows == 0) return rows.size();
+  if (requestRows < rows.size()) {
     throw InputError("attention flow: a share of " + std::to_string(rows.size()) +
-                     " rows cannot come from a request of " + std::to_string(parts.requestRows));
+                     " rows cannot come from a request of " + std::to_string(requestRows));
   }
-  return parts.requestRows;
+  return requestRows;
 }
 
 }  // namespace
@@ -1899,8 +1901,8 @@ std::vector<Matrix> attentionFlowLayers(const LayerStack& A, const std::vector<i
     }
     return claimed;
   };
+  const std::size_t requestRows = requestRowsOf(parts.requestRows, rows);
   unit = claimNext();
-  const std::size_t requestRows = requestRowsOf(parts, rows);
   std::vector<Matrix> result;
   FlowEngine engine(A, cache);
   if (!parts.sinkValues.empty()) {
@@ -1964,7 +1966,7 @@ std::vector<char> certificateSourceFlags(const LayerStack& A, const std::vector<
   checkLayersRequest(A, layers, rows);
   std::vector<char> flags;
   FlowEngine engine(A, cache);
-  const std::size_t chosenBy = requestRowsOf(CertificateParts{{}, {}, requestRows}, rows);
+  const std::size_t chosenBy = requestRowsOf(requestRows, rows);
   for (int layer : layers) {
     const std::vector<char> part = engine.sourceFlags(layer, rows, chosenBy);
     flags.insert(flags.end(), part.begin(), part.end());
