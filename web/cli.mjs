@@ -4,7 +4,7 @@
 //            [--layers last|all|1,4,12] [--rows all|0,5] [--unnormalized] [--receptive-field]
 //            [--batch B] [--timing] [--workers N]
 // Prints one JSON object on stdout. A user error prints one line on stderr and exits with 2.
-import { readFile } from 'node:fs/promises';
+import { open, readFile } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { parseArgs } from 'node:util';
 import { setFlagsFromString } from 'node:v8';
@@ -91,14 +91,35 @@ function parseCommandLine(argv) {
  */
 const viewOf = (buffer) => new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
 
-async function readInput(file) {
+/**
+ * The file's bytes in a SharedArrayBuffer, which a pool hands to every worker as it is (from any
+ * other buffer web/parallel.mjs copies the whole file once more).
+ */
+async function readShared(file) {
+  const handle = await open(file);
+  try {
+    const { size } = await handle.stat();
+    const bytes = new Uint8Array(new SharedArrayBuffer(size));
+    let filled = 0;
+    while (filled < size) {
+      const { bytesRead } = await handle.read(bytes, filled, size - filled, filled);
+      if (bytesRead === 0) break;  // the file shrank since stat: the loaders report it truncated
+      filled += bytesRead;
+    }
+    return bytes.subarray(0, filled);
+  } finally {
+    await handle.close();
+  }
+}
+
+async function readInput(file, { shared }) {
   if (file === '-') {
     const chunks = [];
     for await (const chunk of process.stdin) chunks.push(chunk);
     return viewOf(Buffer.concat(chunks));
   }
   try {
-    return viewOf(await readFile(file));
+    return shared ? await readShared(file) : viewOf(await readFile(file));
   } catch (error) {
     throw new AttnflowError('E_INPUT', `cannot read ${file}: ${error.code === 'ENOENT' ? 'no such file' : error.message}`);
   }
@@ -138,7 +159,7 @@ async function main() {
     return;
   }
   const started = performance.now();
-  const [bytes] = await Promise.all([readInput(command.file), init()]);
+  const [bytes] = await Promise.all([readInput(command.file, { shared: command.workers !== undefined }), init()]);
   const name = command.file === '-' ? 'stdin' : basename(command.file);
   if (command.workers !== undefined) {
     // Each worker loads the bytes and fuses the heads itself (web/parallel.mjs).

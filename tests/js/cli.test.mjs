@@ -85,6 +85,13 @@ test('--workers splits the flow over worker threads and prints exactly the one-t
   const bad = run(['flow', input, '--workers', '0']);
   assert.equal(bad.code, 2);
   assert.match(bad.stderr, /^attnflow: .*workers/);
+  // With workers the file is read straight into shared memory (web/cli.mjs): the same errors.
+  const missing = run(['flow', join(dir, 'missing.json'), '--workers', '2']);
+  assert.equal(missing.code, 2);
+  assert.match(missing.stderr, /^attnflow: cannot read .*missing\.json: no such file\n$/);
+  const empty = run(['flow', file('empty.json', ''), '--workers', '2']);
+  assert.equal(empty.code, 2);
+  assert.equal(empty.stderr, run(['flow', join(dir, 'empty.json')]).stderr);
 });
 
 test('--unnormalized gives raw max-flow values', () => {
