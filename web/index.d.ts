@@ -196,7 +196,8 @@ export interface CutEdge { layer: number; from: number; to: number; capacity: nu
 
 /** Where the flow from (layer, row) to input token `token` is decided. */
 export interface Bottleneck {
-  /** The raw max-flow value (= total capacity of `cut`). */
+  /** The raw max-flow value, as compute('flow', { normalize: false }) gives it (= total capacity
+   *  of `cut`, to ~1e-14). */
   value: number;
   cut: CutEdge[];
   /** 'sink' when the cut is the sink token's own in-edges (the score ignores the layers above),

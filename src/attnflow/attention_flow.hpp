@@ -130,6 +130,7 @@ struct LayerEdge {
 /// in the residual graph of a maximum flow, is the smallest possible), so whenever the token's
 /// own layer-1 in-edges form a minimum cut, exactly those edges are reported: the score is then
 /// decided by the token's in-edges, not by the layers above. Edges of capacity 0 never appear.
+/// `value` is attentionFlow()'s value for the pair (the cut's capacity agrees to ~1e-14).
 struct FlowBottleneck {
   double value;
   std::vector<LayerEdge> cut;

@@ -168,6 +168,26 @@ std::vector<bool> MaxFlow::minCut(int s) const {
   return reachable;
 }
 
+std::vector<bool> MaxFlow::sinkSide(int t) const {
+  checkNode(t, numNodes(), "sink");
+  std::vector<bool> reaches(adjacency_.size(), false);
+  std::vector<int> stack{t};
+  reaches[static_cast<std::size_t>(t)] = true;
+  while (!stack.empty()) {
+    const int v = stack.back();
+    stack.pop_back();
+    // Each arc v -> u has its pair u -> v in u's list; u reaches v if that pair has room.
+    for (const Arc& arc : adjacency_[static_cast<std::size_t>(v)]) {
+      const Arc& into = adjacency_[static_cast<std::size_t>(arc.to)][static_cast<std::size_t>(arc.reverse)];
+      if (into.residual > eps_ && !reaches[static_cast<std::size_t>(arc.to)]) {
+        reaches[static_cast<std::size_t>(arc.to)] = true;
+        stack.push_back(arc.to);
+      }
+    }
+  }
+  return reaches;
+}
+
 MaxFlow::Edge MaxFlow::edge(int id) const {
   if (id < 0 || id >= numEdges()) {
     throw InputError("max-flow: edge " + std::to_string(id) + " is out of range (the graph has " +

@@ -54,6 +54,12 @@ class MaxFlow {
   /// minimum s-t cut (their capacities sum to the flow value, up to eps per edge).
   /// Constraints: 0 <= s < numNodes. Complexity: O(V + E).
   std::vector<bool> minCut(int s) const;
+  /// After flow(s, t): sinkSide[v] is true iff t is reachable from v in the residual graph (arcs
+  /// with residual capacity > eps, as the solver itself judged them). The edges from the false
+  /// side into the true side form the minimum s-t cut nearest t: every minimum cut's sink side
+  /// contains the true side.
+  /// Constraints: 0 <= t < numNodes. Complexity: O(V + E).
+  std::vector<bool> sinkSide(int t) const;
 
   /// The edge with this id as added, with its current flow. Constraints: 0 <= id < numEdges().
   Edge edge(int id) const;

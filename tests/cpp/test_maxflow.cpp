@@ -73,6 +73,21 @@ double bruteForceMinCut(const RandomGraph& g, int s, int t) {
   return best;
 }
 
+// The sink side of the minimum cut nearest t, as a bit mask: the nodes on the sink side of every
+// minimum cut (cuts within 1e-12 of the minimum count as minimum, as the solver's eps does).
+unsigned bruteForceSinkSide(const RandomGraph& g, int s, int t, double minimum) {
+  unsigned common = (1u << g.numNodes) - 1u;
+  for (unsigned mask = 0; mask < (1u << g.numNodes); ++mask) {
+    if (!(mask >> s & 1u) || (mask >> t & 1u)) continue;
+    double capacity = 0.0;
+    for (const TestEdge& e : g.edges) {
+      if ((mask >> e.from & 1u) && !(mask >> e.to & 1u)) capacity += e.capacity;
+    }
+    if (capacity <= minimum + 1e-12) common &= ~mask;
+  }
+  return common;
+}
+
 // Edmonds-Karp on an aggregated capacity matrix: independent of the Dinic code.
 double edmondsKarp(const RandomGraph& g, int s, int t) {
   const auto n = static_cast<std::size_t>(g.numNodes);
@@ -153,6 +168,23 @@ void checkFlowInvariants(const MaxFlow& mf, int s, int t, double value, double t
     if (!fromS && toS) REQUIRE(e.flow <= 1e-12);  // nothing flows back across a min cut
   }
   REQUIRE(std::abs(cutCapacity - value) <= tol);
+  // The same for the cut nearest t.
+  const std::vector<bool> sinkSide = mf.sinkSide(t);
+  REQUIRE(sinkSide.size() == n);
+  REQUIRE(sinkSide[static_cast<std::size_t>(t)]);
+  REQUIRE_FALSE(sinkSide[static_cast<std::size_t>(s)]);
+  double sinkCutCapacity = 0.0;
+  for (int id = 0; id < mf.numEdges(); ++id) {
+    const MaxFlow::Edge e = mf.edge(id);
+    const bool fromT = sinkSide[static_cast<std::size_t>(e.from)];
+    const bool toT = sinkSide[static_cast<std::size_t>(e.to)];
+    if (!fromT && toT) {
+      sinkCutCapacity += e.capacity;
+      REQUIRE(e.capacity - e.flow <= 1e-12);
+    }
+    if (fromT && !toT) REQUIRE(e.flow <= 1e-12);
+  }
+  REQUIRE(std::abs(sinkCutCapacity - value) <= tol);
 }
 
 }  // namespace
@@ -174,6 +206,12 @@ TEST_CASE("max-flow: random small graphs agree with brute-force min cut and Edmo
     REQUIRE(std::abs(value - expected) <= 1e-10);
     REQUIRE(std::abs(value - edmondsKarp(g, s, t)) <= 1e-10);
     checkFlowInvariants(mf, s, t, value, 1e-10);
+    const std::vector<bool> sinkSide = mf.sinkSide(t);
+    const unsigned expectedSide = bruteForceSinkSide(g, s, t, expected);
+    for (int v = 0; v < g.numNodes; ++v) {
+      CAPTURE(v);
+      REQUIRE(sinkSide[static_cast<std::size_t>(v)] == static_cast<bool>(expectedSide >> v & 1u));
+    }
     REQUIRE(mf.flow(s, t) == 0.0);  // already maximal
     ++checked;
   }
@@ -331,6 +369,7 @@ TEST_CASE("max-flow: invalid arguments throw InputError") {
   CHECK_THROWS_AS(mf.flow(0, 5), InputError);
   CHECK_THROWS_AS(mf.flow(-1, 0), InputError);
   CHECK_THROWS_AS(mf.minCut(3), InputError);
+  CHECK_THROWS_AS(mf.sinkSide(-1), InputError);
   CHECK_THROWS_WITH_AS(mf.edge(0), "max-flow: edge 0 is out of range (the graph has 0 edges)",
                        InputError);
   MaxFlow empty(0);
