@@ -321,20 +321,7 @@ TEST_CASE("attention flow: the bottleneck cut's capacity equals the flow") {
     const int n = 1 + it % 8;
     const int layers = 1 + it % 5;
     const LayerStack A = randomStack(gen, layers, n, static_cast<Kind>(it % kNumKinds));
-    const int layer = 1 + it % layers;
-    const int row = it % n;
-    const int token = (it / 3) % n;
-    const attnflow::FlowBottleneck b = attnflow::flowBottleneck(A, layer, row, token);
-    double capacity = 0.0;
-    for (const attnflow::LayerEdge& e : b.cut) {
-      CHECK(e.layer >= 1);
-      CHECK(e.layer <= layer);
-      CHECK(e.capacity == doctest::Approx(A[static_cast<std::size_t>(e.layer - 1)](e.from, e.to)));
-      capacity += e.capacity;
-    }
-    CHECK(std::abs(capacity - b.value) <= 1e-9);
-    const Matrix f = attnflow::attentionFlow(A, layer, {row});
-    CHECK(std::abs(f(0, token) - b.value) <= 1e-9);
+    checkBottleneck(A, 1 + it % layers, it % n, (it / 3) % n);
   }
   // L = 1: the cut is the single edge (row -> token).
   const LayerStack one = {Matrix::Constant(3, 3, 1.0 / 3.0)};
