@@ -2027,6 +2027,9 @@ FlowBottleneck flowBottleneck(const LayerStack& A, int layer, int row, int token
   FlowBottleneck result;
   // The value from the fast solver, so that it is the number the flow scores show.
   result.value = attentionFlow(A, layer, {row})(0, token);
+  // No flow (no path, as above the diagonal of a causal model): no edge of positive capacity
+  // leads into the sink side, so the cut is empty.
+  if (result.value == 0.0) return result;
   const Matrix& first = A[0];
   double inCapacity = 0.0;
   for (int m = 0; m < n; ++m) inCapacity += first(m, token);
