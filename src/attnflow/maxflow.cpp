@@ -152,40 +152,32 @@ double MaxFlow::flow(int s, int t) {
 
 std::vector<bool> MaxFlow::minCut(int s) const {
   checkNode(s, numNodes(), "source");
-  std::vector<bool> reachable(adjacency_.size(), false);
-  std::vector<int> stack{s};
-  reachable[static_cast<std::size_t>(s)] = true;
-  while (!stack.empty()) {
-    const int u = stack.back();
-    stack.pop_back();
-    for (const Arc& arc : adjacency_[static_cast<std::size_t>(u)]) {
-      if (arc.residual > eps_ && !reachable[static_cast<std::size_t>(arc.to)]) {
-        reachable[static_cast<std::size_t>(arc.to)] = true;
-        stack.push_back(arc.to);
-      }
-    }
-  }
-  return reachable;
+  return residualReach(s, true);
 }
 
 std::vector<bool> MaxFlow::sinkSide(int t) const {
   checkNode(t, numNodes(), "sink");
-  std::vector<bool> reaches(adjacency_.size(), false);
-  std::vector<int> stack{t};
-  reaches[static_cast<std::size_t>(t)] = true;
+  return residualReach(t, false);
+}
+
+std::vector<bool> MaxFlow::residualReach(int start, bool forward) const {
+  std::vector<bool> reached(adjacency_.size(), false);
+  std::vector<int> stack{start};
+  reached[static_cast<std::size_t>(start)] = true;
   while (!stack.empty()) {
     const int v = stack.back();
     stack.pop_back();
-    // Each arc v -> u has its pair u -> v in u's list; u reaches v if that pair has room.
     for (const Arc& arc : adjacency_[static_cast<std::size_t>(v)]) {
-      const Arc& into = adjacency_[static_cast<std::size_t>(arc.to)][static_cast<std::size_t>(arc.reverse)];
-      if (into.residual > eps_ && !reaches[static_cast<std::size_t>(arc.to)]) {
-        reaches[static_cast<std::size_t>(arc.to)] = true;
+      // Forward: the arc v -> u has room. Backward: its pair u -> v (in u's list) has room.
+      const double room = forward ? arc.residual
+          : adjacency_[static_cast<std::size_t>(arc.to)][static_cast<std::size_t>(arc.reverse)].residual;
+      if (room > eps_ && !reached[static_cast<std::size_t>(arc.to)]) {
+        reached[static_cast<std::size_t>(arc.to)] = true;
         stack.push_back(arc.to);
       }
     }
   }
-  return reaches;
+  return reached;
 }
 
 MaxFlow::Edge MaxFlow::edge(int id) const {

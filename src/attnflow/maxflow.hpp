@@ -77,6 +77,9 @@ class MaxFlow {
     double residual;
   };
   bool buildLevels(int s, int t);
+  /// Nodes reachable from `start` over arcs with residual > eps (forward), or from which `start`
+  /// is reachable so (backward).
+  std::vector<bool> residualReach(int start, bool forward) const;
   double blockingFlow(int s, int t);
 
   double eps_;

@@ -131,6 +131,27 @@ MaxFlow build(const RandomGraph& g) {
   return mf;
 }
 
+// Checks that `sourceSide` (true for the source side) is a minimum s-t cut of the flow in `mf`:
+// its forward edges are saturated, nothing flows back across it, and its capacity is `value`.
+void checkMinimumCut(const MaxFlow& mf, const std::vector<bool>& sourceSide, int s, int t,
+                     double value, double tol) {
+  REQUIRE(sourceSide.size() == static_cast<std::size_t>(mf.numNodes()));
+  REQUIRE(sourceSide[static_cast<std::size_t>(s)]);
+  REQUIRE_FALSE(sourceSide[static_cast<std::size_t>(t)]);
+  double cutCapacity = 0.0;
+  for (int id = 0; id < mf.numEdges(); ++id) {
+    const MaxFlow::Edge e = mf.edge(id);
+    const bool fromS = sourceSide[static_cast<std::size_t>(e.from)];
+    const bool toS = sourceSide[static_cast<std::size_t>(e.to)];
+    if (fromS && !toS) {
+      cutCapacity += e.capacity;
+      REQUIRE(e.capacity - e.flow <= 1e-12);  // saturated (eps)
+    }
+    if (!fromS && toS) REQUIRE(e.flow <= 1e-12);  // nothing flows back across a min cut
+  }
+  REQUIRE(std::abs(cutCapacity - value) <= tol);
+}
+
 // Checks every invariant of a maximum flow of value `value` from s to t; tol absorbs rounding.
 void checkFlowInvariants(const MaxFlow& mf, int s, int t, double value, double tol) {
   const auto n = static_cast<std::size_t>(mf.numNodes());
@@ -152,39 +173,11 @@ void checkFlowInvariants(const MaxFlow& mf, int s, int t, double value, double t
       REQUIRE(std::abs(net[v]) <= tol);
     }
   }
-  const std::vector<bool> side = mf.minCut(s);
-  REQUIRE(side.size() == n);
-  REQUIRE(side[static_cast<std::size_t>(s)]);
-  REQUIRE_FALSE(side[static_cast<std::size_t>(t)]);
-  double cutCapacity = 0.0;
-  for (int id = 0; id < mf.numEdges(); ++id) {
-    const MaxFlow::Edge e = mf.edge(id);
-    const bool fromS = side[static_cast<std::size_t>(e.from)];
-    const bool toS = side[static_cast<std::size_t>(e.to)];
-    if (fromS && !toS) {
-      cutCapacity += e.capacity;
-      REQUIRE(e.capacity - e.flow <= 1e-12);  // saturated (eps)
-    }
-    if (!fromS && toS) REQUIRE(e.flow <= 1e-12);  // nothing flows back across a min cut
-  }
-  REQUIRE(std::abs(cutCapacity - value) <= tol);
-  // The same for the cut nearest t.
-  const std::vector<bool> sinkSide = mf.sinkSide(t);
-  REQUIRE(sinkSide.size() == n);
-  REQUIRE(sinkSide[static_cast<std::size_t>(t)]);
-  REQUIRE_FALSE(sinkSide[static_cast<std::size_t>(s)]);
-  double sinkCutCapacity = 0.0;
-  for (int id = 0; id < mf.numEdges(); ++id) {
-    const MaxFlow::Edge e = mf.edge(id);
-    const bool fromT = sinkSide[static_cast<std::size_t>(e.from)];
-    const bool toT = sinkSide[static_cast<std::size_t>(e.to)];
-    if (!fromT && toT) {
-      sinkCutCapacity += e.capacity;
-      REQUIRE(e.capacity - e.flow <= 1e-12);
-    }
-    if (fromT && !toT) REQUIRE(e.flow <= 1e-12);
-  }
-  REQUIRE(std::abs(sinkCutCapacity - value) <= tol);
+  checkMinimumCut(mf, mf.minCut(s), s, t, value, tol);
+  // The same for the cut nearest t: its source side is every node not on the sink side.
+  std::vector<bool> notSinkSide = mf.sinkSide(t);
+  notSinkSide.flip();
+  checkMinimumCut(mf, notSinkSide, s, t, value, tol);
 }
 
 }  // namespace
