@@ -20,8 +20,8 @@ import { download, pngBlob, scoresCSV, scoresJSON, svgBlob } from './export.mjs'
 
 const STALE_MS = 250;
 // "Compute all rows" spreads flow over a pool of workers (the package's ParallelAttention) when
-// the machine has cores to spare and the file is small enough that giving each worker its own
-// copy of the bytes is cheap.
+// the machine has cores to spare and the file is small enough that every worker reading it,
+// fusing the heads and holding its own flow graph is cheap.
 const PARALLEL_MAX_BYTES = 64 * 2 ** 20;
 const PROGRESSIVE_TOKENS = 96;  // from this many tokens, flow for all layers comes second
 const MAX_TARGETS = 6;
@@ -519,8 +519,7 @@ async function parallelFlow(s, abort, progress) {
   // (measured on 2 cores: 150 ms tasks with 2 flow workers, none over 50 ms with one).
   const workers = Math.min(4, (navigator.hardwareConcurrency || 1) - 1);
   if (workers < 2 || !sourceBlob || sourceBlob.size > PARALLEL_MAX_BYTES) return null;
-  const bytes = new Uint8Array(await sourceBlob.arrayBuffer());
-  const pool = await ParallelAttention.open({ bytes, name: sourceName },
+  const pool = await ParallelAttention.open({ bytes: sourceBlob, name: sourceName },
     { workers, fusion: s.fusion, heads: summary.fused ? null : s.heads, signal: abort.signal });
   try {
     return await pool.compute('flow', { ...computeOptions(s), layers: 'all', rows: 'all', onProgress: progress, signal: abort.signal });

@@ -4,11 +4,13 @@
 //            [--layers last|all|1,4,12] [--rows all|0,5] [--unnormalized] [--receptive-field]
 //            [--batch B] [--timing] [--workers N]
 // Prints one JSON object on stdout. A user error prints one line on stderr and exits with 2.
-import { open, readFile } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { parseArgs } from 'node:util';
 import { setFlagsFromString } from 'node:v8';
-import { AttnflowError, FusedAttention, init, loadAttention } from './index.mjs';
+import { AttnflowError, FusedAttention, init } from './index.mjs';
+import { loadAttentionSource } from './loaders/index.mjs';
+import { openFileSource } from './loaders/file.mjs';
+import { bytesSource } from './loaders/source.mjs';
 import { METHODS, parseListOption } from './options.mjs';
 import { fail } from './errors.mjs';
 
@@ -90,38 +92,18 @@ function parseCommandLine(argv) {
  */
 const viewOf = (buffer) => new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
 
-/**
- * The file's bytes in a SharedArrayBuffer, which a pool hands to every worker as it is (from any
- * other buffer web/parallel.mjs copies the whole file once more).
- */
-async function readShared(file) {
-  const handle = await open(file);
-  try {
-    const { size } = await handle.stat();
-    const bytes = new Uint8Array(new SharedArrayBuffer(size));
-    let filled = 0;
-    while (filled < size) {
-      const { bytesRead } = await handle.read(bytes, filled, size - filled, filled);
-      if (bytesRead === 0) break;  // the file shrank since stat: the loaders report it truncated
-      filled += bytesRead;
-    }
-    return bytes.subarray(0, filled);
-  } finally {
-    await handle.close();
-  }
+async function readStdin() {
+  const chunks = [];
+  for await (const chunk of process.stdin) chunks.push(chunk);
+  return viewOf(Buffer.concat(chunks));
 }
 
-async function readInput(file, { shared }) {
-  if (file === '-') {
-    const chunks = [];
-    for await (const chunk of process.stdin) chunks.push(chunk);
-    return viewOf(Buffer.concat(chunks));
-  }
-  try {
-    return shared ? await readShared(file) : viewOf(await readFile(file));
-  } catch (error) {
-    throw new AttnflowError('E_INPUT', `cannot read ${file}: ${error.code === 'ENOENT' ? 'no such file' : error.message}`);
-  }
+/**
+ * The input as a ByteSource: a binary tensor in a file is then read a layer at a time as the
+ * heads are fused, never whole (a 400 MB .npy: peak memory 0.61 -> 0.27 GB, bench/README.md).
+ */
+async function openInput(file) {
+  return file === '-' ? bytesSource(await readStdin()) : openFileSource(file);
 }
 
 /** A progress line on stderr, only for runs long enough to need one. */
@@ -158,14 +140,14 @@ async function main() {
     return;
   }
   const started = performance.now();
-  const [bytes] = await Promise.all([readInput(command.file, { shared: command.workers !== undefined }), init()]);
   const name = command.file === '-' ? 'stdin' : basename(command.file);
   if (command.workers !== undefined) {
-    // Each worker loads the bytes and fuses the heads itself (web/parallel.mjs).
+    // Each worker reads the file (a layer at a time) and fuses the heads itself (web/parallel.mjs).
+    const input = command.file === '-' ? { bytes: await readStdin() } : { path: command.file };
     const { ParallelAttention } = await import('./parallel.mjs');
     // Flow only: raw and rollout run whole on one worker, so the others would build it for nothing.
     const prepare = command.method !== 'flow' ? null : { alpha: command.options.alpha, discard: command.options.discard, layer: singleFlowLayer(command) };
-    const pool = await ParallelAttention.open({ bytes, name, batch: command.batch }, { ...command.options, workers: command.workers, prepare });
+    const pool = await ParallelAttention.open({ ...input, name, batch: command.batch }, { ...command.options, workers: command.workers, prepare });
     try {
       for (const warning of pool.warnings) process.stderr.write(`attnflow: warning: ${warning}\n`);
       const loaded = performance.now();
@@ -176,8 +158,14 @@ async function main() {
     }
     return;
   }
-  const data = await loadAttention(bytes, { name, batch: command.batch });
-  const fused = await FusedAttention.create(data, command.options);
+  const [source] = await Promise.all([openInput(command.file), init()]);
+  let data, fused;
+  try {
+    data = loadAttentionSource(source, { name, batch: command.batch });
+    fused = await FusedAttention.create(data, command.options);
+  } finally {
+    source.close?.();  // every layer has been read into the fused stack
+  }
   // The graph (residual-mixed layers) and, for a flow at one layer, its exact solver are built as
   // part of loading, like the heads' fusion: the benchmark times peers on graphs already built,
   // and attnflow on warm calls that reuse them.

@@ -1,9 +1,10 @@
 // One worker of web/parallel.mjs: a worker_thread in Node, a module Web Worker in the browser
-// (the same file; the environment is detected). It loads the input's bytes with the package's own
-// loader, fuses the heads once, then computes the shares of work it is sent.
+// (the same file; the environment is detected). It loads the input with the package's own loader
+// (a path or a Blob a layer at a time), fuses the heads once, then computes the shares of work it
+// is sent.
 //
 // Protocol (main -> worker):
-//   {type:'load', bytes: Uint8Array, name?, batch?, tokens?, fusion, heads, prepare: {alpha, discard} | null,
+//   {type:'load', bytes: Uint8Array|Blob | path: string (Node), name?, batch?, tokens?, fusion, heads, prepare: {alpha, discard} | null,
 //    peers: (MessagePort|null)[], counter: Int32Array [claimed, front, end] on a SharedArrayBuffer | null}
 //        -> {type:'ready', summary: {tokens, numLayers, numHeads, numTokens, fused, format, warnings}}
 //        peers[p] is a channel to worker p of the pool (null at this worker's own index).
@@ -32,6 +33,7 @@
 // Cancel is the main thread terminating this worker: a flow is one synchronous WebAssembly call,
 // so no message can reach the worker while it runs.
 import { FusedAttention, loadAttention } from './index.mjs';
+import { loadAttentionSource } from './loaders/index.mjs';
 
 const PROGRESS_MS = 25;
 // Largest result kept as a spare (see `spare`): bounds the memory an idle worker holds.
@@ -132,14 +134,20 @@ function claimer(count, units, fromEnd) {
 async function handle(message) {
   try {
     if (message.type === 'load') {
-      const { bytes, name, batch, tokens, fusion, heads } = message;
+      const { bytes, path, name, batch, tokens, fusion, heads } = message;
       peers = message.peers;
       counter = message.counter;
       for (const port of peers) {
         if (port) port.onmessage = (event) => receiveSinkValues(event.data);
       }
-      const data = await loadAttention(bytes, { name, batch, tokens });
-      fused = await FusedAttention.create(data, data.fused ? {} : { fusion, heads });
+      const source = path === undefined ? null : (await import('./loaders/file.mjs')).openFileSource(path);
+      let data;
+      try {
+        data = source ? loadAttentionSource(source, { name, batch, tokens }) : await loadAttention(bytes, { name, batch, tokens });
+        fused = await FusedAttention.create(data, data.fused ? {} : { fusion, heads });
+      } finally {
+        source?.close();  // every layer has been read into the fused stack
+      }
       if (message.prepare) fused.prepare(message.prepare);
       send({
         type: 'ready',

@@ -2,11 +2,20 @@
 // Web Workers (browser). Results are bitwise those of FusedAttention.compute.
 import type { ComputeOptions, FusionOptions, Method, Result } from './index.js';
 
-/** The raw bytes of a file `loadAttention` reads, with its load options. */
-export interface ParallelInput {
+/** A file `loadAttention` reads, as its bytes or (Node) its path, with its load options. */
+export type ParallelInput = ({
   /** Node: shared with every worker through one SharedArrayBuffer (copied into one unless it is
-   *  one already). Browser: copied once per worker and transferred. */
-  bytes: Uint8Array | ArrayBuffer | SharedArrayBuffer;
+   *  one already; a Blob is read into one). Browser: a Blob (e.g. a File) is posted to every
+   *  worker, which reads it a layer at a time; other bytes are copied once per worker. */
+  bytes: Uint8Array | ArrayBuffer | SharedArrayBuffer | Blob;
+  path?: undefined;
+} | {
+  /** Node only: every worker reads the file itself, a layer at a time, so no thread holds it whole. */
+  path: string;
+  bytes?: undefined;
+}) & ParallelLoadOptions;
+
+export interface ParallelLoadOptions {
   /** File name, a hint for the format (e.g. "x.npy"). */
   name?: string;
   /** Batch item of a Hugging Face [L][B][H][n][n] layout. */

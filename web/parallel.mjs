@@ -1,5 +1,5 @@
 // Long computations split across threads: worker_threads in Node, module Web Workers in the
-// browser (same code). Each worker loads the input's bytes and fuses the heads itself, then runs
+// browser (same code). Each worker loads the input and fuses the heads itself, then runs
 // the package's own compute on a share of the work, so every number is produced by exactly the
 // code a single-threaded compute would run, and the merged result is bitwise the same.
 //
@@ -99,31 +99,42 @@ async function spawnWorker(listener) {
   };
 }
 
+const isBlob = (x) => typeof Blob !== 'undefined' && x instanceof Blob;
+
 function toBytes(bytes) {
   if (bytes instanceof Uint8Array) return bytes;
   if (bytes instanceof ArrayBuffer || (typeof SharedArrayBuffer !== 'undefined' && bytes instanceof SharedArrayBuffer)) {
     return new Uint8Array(bytes);
   }
-  return fail('E_INPUT', 'input.bytes must be a Uint8Array or an ArrayBuffer (the raw bytes of the file)');
+  return fail('E_INPUT', 'input.bytes must be a Uint8Array, an ArrayBuffer or a Blob (the raw bytes of the file)');
 }
 
 /**
- * What each worker is sent. Node: one SharedArrayBuffer read by every worker (copied into it once
- * unless it already is one). Browser: a copy per worker, transferred (a shared buffer needs
- * cross-origin isolation, and TextDecoder refuses shared views there).
+ * What each worker is sent to load. A file path (Node) or a Blob (browser) is read by each
+ * worker itself, a layer at a time as it fuses the heads, so no thread holds the whole file.
+ * Bytes: in Node one SharedArrayBuffer read by every worker (copied into one once unless it
+ * already is one); in a browser a copy per worker, transferred (a shared buffer needs cross-origin
+ * isolation, and TextDecoder refuses shared views there).
  */
-function byteMessages(bytes, count) {
+async function loadMessages(input, count) {
+  const each = (message) => Array.from({ length: count }, () => ({ message, transfer: [] }));
+  if (input.path !== undefined) {
+    if (!IS_NODE || typeof input.path !== 'string') fail('E_INPUT', 'input.path must be a file path, and only in Node (in a browser pass a File as input.bytes)');
+    return each({ path: input.path });
+  }
+  if (isBlob(input.bytes) && !IS_NODE) return each({ bytes: input.bytes });  // a handle: cheap to post
+  const bytes = isBlob(input.bytes) ? new Uint8Array(await input.bytes.arrayBuffer()) : toBytes(input.bytes);
   if (IS_NODE) {
     let shared = bytes;
     if (!(bytes.buffer instanceof SharedArrayBuffer)) {
       shared = new Uint8Array(new SharedArrayBuffer(bytes.byteLength));
       shared.set(bytes);
     }
-    return Array.from({ length: count }, () => ({ bytes: shared, transfer: [] }));
+    return each({ bytes: shared });
   }
   return Array.from({ length: count }, () => {
     const copy = bytes.slice();
-    return { bytes: copy, transfer: [copy.buffer] };
+    return { message: { bytes: copy }, transfer: [copy.buffer] };
   });
 }
 
@@ -213,12 +224,11 @@ export class ParallelAttention {
   }
 
   /**
-   * Starts the workers and has each load `input.bytes` and fuse the heads. Rejects with the
+   * Starts the workers and has each load `input.bytes` or `input.path` and fuse the heads. Rejects with the
    * loader's AttnflowError (same code and message) if the input is bad.
    */
   static async open(input, options = {}) {
-    if (!input || typeof input !== 'object') fail('E_INPUT', 'input must be {bytes, name?, batch?, tokens?}');
-    const bytes = toBytes(input.bytes);
+    if (!input || typeof input !== 'object') fail('E_INPUT', 'input must be {bytes or path, name?, batch?, tokens?}');
     const count = options.workers ?? await defaultWorkers();
     if (!Number.isInteger(count) || count < 1 || count > 64) {
       fail('E_OPTION', `workers must be an integer from 1 to 64 (got ${JSON.stringify(options.workers)})`);
@@ -236,6 +246,7 @@ export class ParallelAttention {
     }
     // One worker has nothing to balance.
     const counter = balance === 'dynamic' && count > 1 ? new Int32Array(new SharedArrayBuffer(12)) : null;
+    const messages = await loadMessages(input, count);
     const slots = [];
     let onAbort;
     try {
@@ -253,7 +264,6 @@ export class ParallelAttention {
         };
         onAbort = () => finish(cancelled());
         signal?.addEventListener('abort', onAbort);
-        const messages = byteMessages(bytes, count);
         const peers = peerChannels(count);
         for (let w = 0; w < count; w++) {
           const slot = { terminate() {}, hold() {}, listener: null };
@@ -280,9 +290,9 @@ export class ParallelAttention {
             slot.terminate = worker.terminate;
             slot.hold = worker.hold;
             if (settled) { worker.terminate(); return; }
-            const { bytes: shared, transfer } = messages[w];
+            const { message, transfer } = messages[w];
             worker.post({
-              type: 'load', bytes: shared, name: input.name, batch: input.batch, tokens: input.tokens, ...fusion,
+              type: 'load', ...message, name: input.name, batch: input.batch, tokens: input.tokens, ...fusion,
               prepare, peers: peers[w], counter,
             }, [...transfer, ...peers[w].filter(Boolean)]);
           }, (error) => finish(error));
@@ -436,7 +446,7 @@ export class ParallelAttention {
 
 /**
  * One-shot parallel computation: start the workers, load and fuse in each, compute, close.
- * `input` = {bytes, name?, batch?, tokens?} (the raw bytes of a file loadAttention reads).
+ * `input` = {bytes or path, name?, batch?, tokens?} (a file loadAttention reads).
  */
 export async function computeParallel(input, method, options = {}) {
   const pool = await ParallelAttention.open(input, options);

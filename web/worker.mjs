@@ -59,9 +59,9 @@ function own(array) {
 const handlers = {
   async load(msg) {
     const { source, name, batch, tokens } = msg;
-    // A Blob (e.g. a File) is read here, off the main thread; an ArrayBuffer arrives transferred.
-    const bytes = typeof Blob !== 'undefined' && source instanceof Blob ? await source.arrayBuffer() : source;
-    const next = await loadAttention(bytes, { name, batch, tokens });
+    // A Blob (e.g. a File) is read here, off the main thread, and a binary tensor a layer at a
+    // time (FileReaderSync): the worker never holds the whole file, and reads it again to re-fuse.
+    const next = await loadAttention(source, { name, batch, tokens });
     const previous = { data, fused };
     data = next;
     fused = null;

@@ -4,7 +4,10 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { compute, loadAttention } from 'attnflow';
-import { launch, randomAttention, startServer, toJson } from './helpers.mjs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { launch, randomAttention, startServer, toJson, toNpy } from './helpers.mjs';
 
 let server;
 let plainServer;  // without cross-origin isolation, as most static hosts serve
@@ -133,3 +136,57 @@ for (const isolated of [true, false]) {
     await page.close();
   });
 }
+
+test('a File from disk is read in the workers a layer at a time; changed on disk, it is refused with E_INPUT', { timeout: 60_000 }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'attnflow-'));
+  const { page, errors } = await openPage();
+  try {
+    const L = 7;
+    const H = 2;
+    const n = 20;
+    const flat = randomAttention({ L, H, n, seed: 3 });
+    const path = join(dir, 'x.npy');
+    writeFileSync(path, toNpy(flat, [L, H, n, n]));
+    await page.evaluate(() => {
+      const input = Object.assign(document.createElement('input'), { type: 'file', id: 'disk-file' });
+      document.body.append(input);
+    });
+    await page.setInputFiles('#disk-file', path);  // a File backed by the file on disk
+    const out = await page.evaluate(async () => {
+      const { AttnflowWorker } = await import('/web/client.mjs');
+      const { ParallelAttention } = await import('/web/parallel.mjs');
+      const file = document.getElementById('disk-file').files[0];
+      const r = {};
+      window.diskWorker = new AttnflowWorker();
+      r.summary = await window.diskWorker.load(file);
+      r.rollout = Array.from((await window.diskWorker.compute('rollout', { layers: 'all', rows: 'all' })).scores);
+      const pool = await ParallelAttention.open({ bytes: file, name: file.name }, { workers: 2 });
+      r.flow = Array.from((await pool.compute('flow', { layers: 'all', rows: 'all' })).scores);
+      pool.close();
+      return r;
+    });
+    assert.equal(out.summary.format, 'npy');
+    assert.equal(out.summary.numLayers, L);
+    const data = await loadAttention(toNpy(flat, [L, H, n, n]), { name: 'x.npy' });
+    for (const method of ['rollout', 'flow']) {
+      const want = (await compute(data, method, { layers: 'all', rows: 'all' })).scores;
+      assert.equal(out[method].length, want.length);
+      out[method].forEach((v, k) => assert.equal(v, want[k], `${method}: score ${k}`));
+    }
+    // The worker reads the file again to fuse the heads another way; the file has changed since.
+    writeFileSync(path, toNpy(flat.map((v) => v / 2), [L, H, n, n]));
+    const refused = await page.evaluate(async () => {
+      try {
+        await window.diskWorker.fuse({ fusion: 'max' });
+        return 'fused';
+      } catch (e) {
+        return `${e.code}: ${e.message}`;
+      }
+    });
+    assert.match(refused, /^E_INPUT: x\.npy can no longer be read \(NotReadableError\): was it changed, moved or deleted/);
+    assert.deepEqual(errors, []);
+  } finally {
+    await page.close();
+    rmSync(dir, { recursive: true });
+  }
+});

@@ -3,10 +3,16 @@
 // its error code and a message that says where. Fixtures: tests/fixtures/formats/make_formats.py.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, readdirSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { gzipSync, zipSync } from 'fflate';
 import { AttnflowError, compute, loadAttention } from 'attnflow';
-import { loadAttentionSync, detectFormat, MAX_WASM_BYTES } from '../../web/loaders/index.mjs';
+import { loadAttentionSync, loadAttentionSource, detectFormat, MAX_WASM_BYTES } from '../../web/loaders/index.mjs';
+import { bytesSource } from '../../web/loaders/source.mjs';
+import { openFileSource } from '../../web/loaders/file.mjs';
+import { syntheticNpy } from '../../bench/synthetic.mjs';
 
 const DIR = new URL('../fixtures/formats/', import.meta.url);
 const file = (name) => new Uint8Array(readFileSync(new URL(name, DIR)));
@@ -48,34 +54,35 @@ async function rejects(fn, code, ...patterns) {
 const load = (input, options) => loadAttention(input, options);
 const hfBatch = (b) => exp.hf.map((layer) => layer[b]);
 
+const FORMAT_CASES = [
+  ['canonical.json', { format: 'json' }],
+  ['bom.json', { format: 'json' }],
+  ['canonical.json.gz', { format: 'json' }],
+  ['bare.json', { format: 'json', tokens: DEFAULT_TOKENS }],
+  ['hf.json', { format: 'hf-json' }],
+  ['fused.json', { format: 'fused-json', nested: exp.fused, fused: true }],
+  ['att_f16.npy', { format: 'npy', tokens: DEFAULT_TOKENS }],
+  ['att_f16_be.npy', { format: 'npy', tokens: DEFAULT_TOKENS }],
+  ['att_f32.npy', { format: 'npy', tokens: DEFAULT_TOKENS }],
+  ['att_f32_be.npy', { format: 'npy', tokens: DEFAULT_TOKENS }],
+  ['att_f64.npy', { format: 'npy', tokens: DEFAULT_TOKENS }],
+  ['att_f32.npy.gz', { format: 'npy', tokens: DEFAULT_TOKENS }],
+  ['fused_f32.npy', { format: 'npy', tokens: DEFAULT_TOKENS, nested: exp.fused, fused: true }],
+  ['hf_f32.npy', { format: 'npy', tokens: DEFAULT_TOKENS }],
+  ['att.npz', { format: 'npz' }],
+  ['att_compressed.npz', { format: 'npz' }],
+  ['att_unnamed.npz', { format: 'npz', tokens: DEFAULT_TOKENS }],
+  ['att_tokens_jsonstr.npz', { format: 'npz' }],
+  ['att_tokens_bytes.npz', { format: 'npz' }],
+  ['att_f16.safetensors', { format: 'safetensors' }],
+  ['att_bf16.safetensors', { format: 'safetensors' }],
+  ['att_f32.safetensors', { format: 'safetensors' }],
+  ['att_f64.safetensors', { format: 'safetensors' }],
+  ['hf_f32.safetensors', { format: 'safetensors' }],
+];
+
 test('every format yields the same numbers and tokens', async () => {
-  const cases = [
-    ['canonical.json', { format: 'json' }],
-    ['bom.json', { format: 'json' }],
-    ['canonical.json.gz', { format: 'json' }],
-    ['bare.json', { format: 'json', tokens: DEFAULT_TOKENS }],
-    ['hf.json', { format: 'hf-json' }],
-    ['fused.json', { format: 'fused-json', nested: exp.fused, fused: true }],
-    ['att_f16.npy', { format: 'npy', tokens: DEFAULT_TOKENS }],
-    ['att_f16_be.npy', { format: 'npy', tokens: DEFAULT_TOKENS }],
-    ['att_f32.npy', { format: 'npy', tokens: DEFAULT_TOKENS }],
-    ['att_f32_be.npy', { format: 'npy', tokens: DEFAULT_TOKENS }],
-    ['att_f64.npy', { format: 'npy', tokens: DEFAULT_TOKENS }],
-    ['att_f32.npy.gz', { format: 'npy', tokens: DEFAULT_TOKENS }],
-    ['fused_f32.npy', { format: 'npy', tokens: DEFAULT_TOKENS, nested: exp.fused, fused: true }],
-    ['hf_f32.npy', { format: 'npy', tokens: DEFAULT_TOKENS }],
-    ['att.npz', { format: 'npz' }],
-    ['att_compressed.npz', { format: 'npz' }],
-    ['att_unnamed.npz', { format: 'npz', tokens: DEFAULT_TOKENS }],
-    ['att_tokens_jsonstr.npz', { format: 'npz' }],
-    ['att_tokens_bytes.npz', { format: 'npz' }],
-    ['att_f16.safetensors', { format: 'safetensors' }],
-    ['att_bf16.safetensors', { format: 'safetensors' }],
-    ['att_f32.safetensors', { format: 'safetensors' }],
-    ['att_f64.safetensors', { format: 'safetensors' }],
-    ['hf_f32.safetensors', { format: 'safetensors' }],
-  ];
-  for (const [name, want] of cases) {
+  for (const [name, want] of FORMAT_CASES) {
     const d = await load(file(name), { name });
     checkSame(d, want);
   }
@@ -148,6 +155,75 @@ test('binary layers are views of the file bytes when aligned, so no copy of the 
   const z = file('att.npz'); // stored (np.savez): a view of the archive, aligned or copied per layer
   const dz = await load(z);
   assert.equal(dz.layer(0).length, exp.H * exp.n * exp.n);
+});
+
+// ---------------------------------------------------------------------------------------------
+// Inputs read a slice at a time (a file on disk in the CLI, a File in a worker): a binary tensor is
+// never read whole.
+
+test('every format reads the same from a file on disk as from memory', async () => {
+  for (const [name, want] of FORMAT_CASES) {
+    const source = openFileSource(fileURLToPath(new URL(name, DIR)));
+    try {
+      checkSame(loadAttentionSource(source, { name }), want);
+    } finally {
+      source.close();
+    }
+  }
+});
+
+/** A source that copies what it reads, as a file does, and records every read's length. */
+function recordingSource(bytes) {
+  const inner = bytesSource(bytes);
+  const reads = [];
+  return { reads, size: inner.size, read: (offset, length) => { const b = inner.read(offset, length).slice(); reads.push(b.length); return b; } };
+}
+
+test('a binary tensor is read header first, then one read of one layer per layer', async () => {
+  const shape = { layers: 3, heads: 4, tokens: 128 };
+  const layerBytes = shape.heads * shape.tokens * shape.tokens * 4;
+  const npy = syntheticNpy(shape);
+  const fromMemory = loadAttentionSync(npy);
+  const header = new TextEncoder().encode(JSON.stringify({ attentions: { dtype: 'F32', shape: [3, 4, 128, 128], data_offsets: [0, npy.length - 128] } }));
+  const safetensors = new Uint8Array(8 + header.length + npy.length - 128);
+  safetensors.set([header.length & 0xff, header.length >> 8]);
+  safetensors.set(header, 8);
+  safetensors.set(npy.subarray(128), 8 + header.length);
+  assert.equal(npy[8] | (npy[9] << 8), 118); // the .npy header above is 128 bytes
+  const inputs = {
+    'a.npy': npy,
+    'a.safetensors': safetensors,
+    'a.npz': zipSync({ 'attentions.npy': npy }, { level: 0 }),  // np.savez stores its arrays
+  };
+  for (const [name, bytes] of Object.entries(inputs)) {
+    const source = recordingSource(bytes);
+    const d = loadAttentionSource(source, { name });
+    const atLoad = source.reads.reduce((a, b) => a + b, 0);
+    // The headers, and for a zip its last 64 KB (where the directory is) and an entry's first 64 KB.
+    assert.ok(atLoad < layerBytes, `${name}: ${atLoad} bytes read at load, more than a layer (${layerBytes})`);
+    for (let l = 0; l < shape.layers; l++) {
+      source.reads.length = 0;
+      assert.deepEqual(d.layer(l), fromMemory.layer(l), `${name} layer ${l + 1}`);
+      assert.deepEqual(source.reads, [layerBytes], `${name} layer ${l + 1}`);
+    }
+  }
+});
+
+test('a file that shrinks after it was opened is refused when a layer is read', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'attnflow-'));
+  try {
+    const path = join(dir, 'a.npy');
+    writeFileSync(path, file('att_f32.npy'));
+    const source = openFileSource(path);
+    const d = loadAttentionSource(source, { name: 'a.npy' });
+    d.layer(0);
+    truncateSync(path, 200);
+    await rejects(() => d.layer(1), 'E_INPUT', `${path} shrank while it was being read`);
+    source.close();
+    await rejects(() => d.layer(1), 'E_INPUT', `cannot read ${path}`);
+  } finally {
+    rmSync(dir, { recursive: true });
+  }
 });
 
 test('through the engine, every format gives the same rollout and flow', async () => {
@@ -457,14 +533,17 @@ test('random truncation and byte corruption never escape as a non-AttnflowError'
       let b = orig.slice();
       if (t % 3 === 0) b = b.subarray(0, Math.floor(rand() * b.length));
       else for (let k = 0; k < 1 + (t % 4); k++) b[Math.floor(rand() * b.length)] = Math.floor(rand() * 256);
-      try {
-        const d = loadAttentionSync(b, { name });
-        for (let l = 0; l < d.numLayers; l++) d.layer(l);
-        void d.warnings;
-        loaded++;
-      } catch (e) {
-        if (!(e instanceof AttnflowError)) assert.fail(`${name} trial ${t}: ${e && e.stack}`);
-        refused++;
+      // From memory, and through a source that copies what it reads (a file on disk, a File).
+      for (const from of [() => loadAttentionSync(b, { name }), () => loadAttentionSource(recordingSource(b), { name })]) {
+        try {
+          const d = from();
+          for (let l = 0; l < d.numLayers; l++) d.layer(l);
+          void d.warnings;
+          loaded++;
+        } catch (e) {
+          if (!(e instanceof AttnflowError)) assert.fail(`${name} trial ${t}: ${e && e.stack}`);
+          refused++;
+        }
       }
     }
   }

@@ -3,6 +3,9 @@
 // and stop the workers, and errors raised inside a worker must arrive with their code and message.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { AttnflowError, FusedAttention, loadAttention } from 'attnflow';
 import { computeParallel, ParallelAttention } from '../../web/parallel.mjs';
 import { mulberry32, npyHeader, syntheticNpy } from '../../bench/synthetic.mjs';
@@ -351,6 +354,28 @@ test('an error inside a worker arrives with the code and message of the single-t
     (error) => error.code === 'E_FORMAT');
   await assert.rejects(computeParallel({ bytes: bytes.subarray(0, 500), name: 'x.npy' }, 'flow', {}),
     (error) => error.code === 'E_FORMAT' || error.code === 'E_INPUT');
+});
+
+test('a pool given a file path or a Blob loads it in each worker: the same numbers; a missing file is E_INPUT', async () => {
+  const bytes = syntheticNpy(CAUSAL);
+  const dir = mkdtempSync(join(tmpdir(), 'attnflow-'));
+  try {
+    const path = join(dir, 'x.npy');
+    writeFileSync(path, bytes);
+    const options = { layers: 'all', rows: 'all' };
+    const expected = await single(bytes, 'flow', options);
+    for (const input of [{ path }, { bytes: new Blob([bytes]) }]) {
+      for (const balance of BALANCES) {
+        assertBitwiseEqual(await computeParallel({ ...input, name: 'x.npy' }, 'flow', { ...options, workers: 2, balance }), expected);
+      }
+    }
+    const missing = join(dir, 'missing.npy');
+    await assert.rejects(computeParallel({ path: missing }, 'flow', { workers: 2 }),
+      (error) => error.code === 'E_INPUT' && error.message === `cannot read ${missing}: no such file`);
+    await assert.rejects(computeParallel({ path: 7 }, 'flow', { workers: 2 }), (error) => error.code === 'E_INPUT');
+  } finally {
+    rmSync(dir, { recursive: true });
+  }
 });
 
 test('invalid options are refused with E_OPTION', async () => {

@@ -31,8 +31,10 @@ export async function usage(bytes: Uint8Array): Promise<number> {
   const shared: Result = await pool.compute('flow', { layers: 'all', signal: new AbortController().signal });
   pool.close();
   const once: Result = await computeParallel({ bytes }, 'flow', { rows: [0], workers: 2 });
+  const fromDisk: Result = await computeParallel({ path: 'x.npy', name: 'x.npy' }, 'flow', { workers: 2 });
+  const fromFile: Result = await computeParallel({ bytes: new Blob(['{}']) }, 'flow', { workers: 2 });
   try {
-    return flow.scoresFor(flow.layers[0], 0)[0] + rollout.scores[0] + cut.value + mixed[0] + remote.numTokens + shared.numTokens + once.numTokens + balance.length;
+    return flow.scoresFor(flow.layers[0], 0)[0] + rollout.scores[0] + cut.value + mixed[0] + remote.numTokens + shared.numTokens + once.numTokens + fromDisk.numTokens + fromFile.numTokens + balance.length;
   } catch (error) {
     if (error instanceof AttnflowError && error.code === 'E_OPTION') return -1;
     throw error;

@@ -7,7 +7,8 @@
 //   the values are checked lazily, once per layer, the first time layer(l) is called (the engine
 //   reads every layer while fusing). A file with a NaN therefore loads, and the first layer(l)
 //   that reaches it throws E_INPUT naming layer, head, row and column. This keeps loading a
-//   400 MB tensor free of a second full pass, and peak memory at file + one layer.
+//   400 MB tensor free of a second full pass, and lets a tensor that is not in memory be read a
+//   layer at a time (./source.mjs).
 // - Rows far from summing to 1 are counted, not fatal; `warnings` summarises them (count plus the
 //   first location). For binary formats the count covers the layers read so far.
 

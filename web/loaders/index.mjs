@@ -8,6 +8,7 @@ import { parseJsonText, fromJsonValue } from './json.mjs';
 import { isNpy, loadNpy } from './npy.mjs';
 import { loadNpz } from './npz.mjs';
 import { isSafetensors, loadSafetensors } from './safetensors.mjs';
+import { blobSource, bytesSource, canReadBlobsInPlace } from './source.mjs';
 
 export { MAX_WASM_BYTES, ROW_SUM_TOLERANCE } from './data.mjs';
 
@@ -74,17 +75,29 @@ function gunzip(b, name) {
   }
 }
 
-/** Loads from bytes, synchronously. */
-function loadBytes(b, opts, gzDepth) {
+/** The first bytes read to tell the formats apart (JSON may start after much white space). */
+const SNIFF_BYTES = 4096;
+
+/**
+ * Loads from a ByteSource, synchronously. The binary formats keep the source and read a layer at
+ * a time from it; JSON and gzip are read whole.
+ */
+function loadSource(source, opts, gzDepth) {
   const name = opts.name;
-  if (b.length === 0) fail('E_INPUT', `${name ? `${name}: ` : ''}empty input (0 bytes)`);
-  switch (detectFormat(b)) {
+  if (source.size === 0) fail('E_INPUT', `${name ? `${name}: ` : ''}empty input (0 bytes)`);
+  let b = source.read(0, SNIFF_BYTES);
+  let format = detectFormat(b);
+  if ((format === null || format === 'json' || format === 'gzip') && b.length < source.size) {
+    b = source.read(0, source.size);
+    format = detectFormat(b);
+  }
+  switch (format) {
     case 'gzip':
       if (gzDepth > 0) fail('E_FORMAT', `${name ? `${name}: ` : ''}gzip inside gzip is not read`);
-      return loadBytes(gunzip(b, name), opts, gzDepth + 1);
-    case 'npz': return loadNpz(b, opts, name);
-    case 'npy': return loadNpy(b, opts, name);
-    case 'safetensors': return loadSafetensors(b, opts, name);
+      return loadSource(bytesSource(gunzip(b, name)), opts, gzDepth + 1);
+    case 'npz': return loadNpz(source, opts, name);
+    case 'npy': return loadNpy(source, opts, name);
+    case 'safetensors': return loadSafetensors(source, opts, name);
     case 'json': return fromJsonValue(parseJsonText(decodeText(b, name), name), opts);
     default: {
       const hint = name && /\.(npy|npz|safetensors|gz)$/i.test(name)
@@ -93,6 +106,17 @@ function loadBytes(b, opts, gzDepth) {
         `safetensors or gzip of these; the data starts with bytes ${hex(b)}`);
     }
   }
+}
+
+const loadBytes = (bytes, opts) => loadSource(bytesSource(bytes), opts, 0);
+
+/**
+ * loadAttention from a ByteSource (./source.mjs), e.g. a file on disk (./file.mjs): a binary
+ * tensor is then read a layer at a time, never whole. The source must stay readable while the
+ * data's layers are read.
+ */
+export function loadAttentionSource(source, options) {
+  return loadSource(source, checkOptions(options), 0);
 }
 
 /**
@@ -105,10 +129,10 @@ export function loadAttentionSync(input, options) {
   if (input === null || input === undefined) fail('E_INPUT', 'empty input (null or undefined)');
   if (typeof input === 'string') return fromJsonValue(parseJsonText(input, opts.name), opts);
   if (input instanceof ArrayBuffer || (typeof SharedArrayBuffer !== 'undefined' && input instanceof SharedArrayBuffer)) {
-    return loadBytes(new Uint8Array(input), opts, 0);
+    return loadBytes(new Uint8Array(input), opts);
   }
-  if (input instanceof Uint8Array) return loadBytes(input, opts, 0);
-  if (input instanceof DataView) return loadBytes(new Uint8Array(input.buffer, input.byteOffset, input.byteLength), opts, 0);
+  if (input instanceof Uint8Array) return loadBytes(input, opts);
+  if (input instanceof DataView) return loadBytes(new Uint8Array(input.buffer, input.byteOffset, input.byteLength), opts);
   if (ArrayBuffer.isView(input)) {
     fail('E_INPUT', `a ${input.constructor.name} was given; pass the file's bytes (Uint8Array or ArrayBuffer) ` +
       'or an object {tokens, attentions}');
@@ -125,9 +149,11 @@ export function loadAttentionSync(input, options) {
  */
 export async function loadAttention(input, options) {
   if (input && typeof input === 'object' && typeof input.arrayBuffer === 'function' && typeof input.size === 'number') {
-    // Blob or File: its name is the hint unless one was given.
+    // Blob or File: its name is the hint unless one was given. In a worker it is read a slice at
+    // a time (a binary tensor a layer at a time, as the heads are fused); elsewhere, whole.
     const opts = { ...(options || {}) };
     if (opts.name === undefined && typeof input.name === 'string' && input.name) opts.name = input.name;
+    if (canReadBlobsInPlace()) return loadSource(blobSource(input, opts.name), checkOptions(opts), 0);
     return loadAttentionSync(new Uint8Array(await input.arrayBuffer()), opts);
   }
   return loadAttentionSync(input, options);

@@ -11,26 +11,32 @@ export function isNpy(b) {
   return b.length >= 6 && NPY_MAGIC.every((c, i) => b[i] === c);
 }
 
+/** Where the header text of a .npy file lies, from its first 12 bytes (or all, if fewer). */
+function headerSpan(bytes, what) {
+  if (!isNpy(bytes)) fail('E_FORMAT', `${what} is not a .npy file (no \\x93NUMPY magic)`);
+  if (bytes.length < 10) fail('E_FORMAT', `${what} is truncated: it ends inside the .npy header`);
+  const major = bytes[6];
+  if (major === 1) return { major, start: 10, hlen: bytes[8] | (bytes[9] << 8) };
+  if (major === 2 || major === 3) {
+    if (bytes.length < 12) fail('E_FORMAT', `${what} is truncated: it ends inside the .npy header`);
+    return { major, start: 12, hlen: (bytes[8] | (bytes[9] << 8) | (bytes[10] << 16)) + bytes[11] * 2 ** 24 };
+  }
+  return fail('E_FORMAT', `${what}: unsupported .npy format version ${major}.${bytes[7]}`);
+}
+
+function checkHeaderFits(need, have, what) {
+  if (need > have) fail('E_FORMAT', `${what} is truncated: the .npy header needs ${need} bytes, the file has ${have}`);
+}
+
 /**
- * Parses the header of a .npy file held in `bytes`.
+ * Parses the header of a .npy file whose first bytes are `bytes` (the whole file, or at least
+ * its header).
  * @param {Uint8Array} bytes @param {string} what name in messages
  * @returns {{descr: string, fortran: boolean, shape: number[], dataOffset: number}}
  */
 export function parseNpyHeader(bytes, what = 'the .npy file') {
-  if (!isNpy(bytes)) fail('E_FORMAT', `${what} is not a .npy file (no \\x93NUMPY magic)`);
-  if (bytes.length < 10) fail('E_FORMAT', `${what} is truncated: it ends inside the .npy header`);
-  const major = bytes[6];
-  let hlen, start;
-  if (major === 1) { hlen = bytes[8] | (bytes[9] << 8); start = 10; }
-  else if (major === 2 || major === 3) {
-    if (bytes.length < 12) fail('E_FORMAT', `${what} is truncated: it ends inside the .npy header`);
-    hlen = (bytes[8] | (bytes[9] << 8) | (bytes[10] << 16)) + bytes[11] * 2 ** 24; start = 12;
-  } else {
-    fail('E_FORMAT', `${what}: unsupported .npy format version ${major}.${bytes[7]}`);
-  }
-  if (start + hlen > bytes.length) {
-    fail('E_FORMAT', `${what} is truncated: the .npy header needs ${start + hlen} bytes, the file has ${bytes.length}`);
-  }
+  const { major, start, hlen } = headerSpan(bytes, what);
+  checkHeaderFits(start + hlen, bytes.length, what);
   const header = new TextDecoder(major === 3 ? 'utf-8' : 'latin1').decode(bytes.subarray(start, start + hlen));
   const descr = /['"]descr['"]\s*:\s*['"]([^'"]*)['"]/.exec(header);
   const fortran = /['"]fortran_order['"]\s*:\s*(True|False)/.exec(header);
@@ -65,9 +71,16 @@ export function checkFloatNpy(h, what) {
   return dtype;
 }
 
+/** The header of the .npy file in `source`, reading only the header's bytes. */
+export function readNpyHeader(source, what) {
+  const { start, hlen } = headerSpan(source.read(0, 12), what);
+  checkHeaderFits(start + hlen, source.size, what);
+  return parseNpyHeader(source.read(0, start + hlen), what);
+}
+
 /** Checks that the data after the header is exactly what the shape and dtype need. */
-export function checkNpyBytes(h, dtype, bytes, what) {
-  const need = shapeCount(h.shape, what) * dtype.size, have = bytes.length - h.dataOffset;
+export function checkNpyBytes(h, dtype, fileSize, what) {
+  const need = shapeCount(h.shape, what) * dtype.size, have = fileSize - h.dataOffset;
   if (have < need) {
     fail('E_FORMAT', `${what} is truncated: shape ${shapeStr(h.shape)} ${dtype.label} needs ${need} bytes of data, ` +
       `only ${have} follow the header`);
@@ -78,14 +91,14 @@ export function checkNpyBytes(h, dtype, bytes, what) {
   }
 }
 
-/** Reads a whole .npy file. */
-export function loadNpy(bytes, options, name) {
+/** Reads a .npy file: its header now, its layers when asked for. */
+export function loadNpy(source, options, name) {
   const what = name || 'the .npy file';
-  const h = parseNpyHeader(bytes, what);
+  const h = readNpyHeader(source, what);
   const dtype = checkFloatNpy(h, what);
   return fromTensor({
-    format: 'npy', what: name ? `${name} (.npy)` : 'the .npy array', bytes, offset: h.dataOffset,
-    shape: h.shape, dtype, tokens: undefined, options, checkBytes: () => checkNpyBytes(h, dtype, bytes, what),
+    format: 'npy', what: name ? `${name} (.npy)` : 'the .npy array', source, offset: h.dataOffset,
+    shape: h.shape, dtype, tokens: undefined, options, checkBytes: () => checkNpyBytes(h, dtype, source.size, what),
   });
 }
 

@@ -2,16 +2,16 @@
 // tokens: "tokens" as a numpy string array ('<U' or '|S'), or a "tokens.json" entry.
 
 import { fail } from '../errors.mjs';
-import { listZip, readEntry, peekEntry } from './zip.mjs';
-import { parseNpyHeader, checkFloatNpy, checkNpyBytes, npyStrings } from './npy.mjs';
+import { listZip, readEntry, peekEntry, entrySource } from './zip.mjs';
+import { parseNpyHeader, readNpyHeader, checkFloatNpy, checkNpyBytes, npyStrings } from './npy.mjs';
 import { dtypeFromNumpy } from './dtype.mjs';
 import { fromTensor, tensorLayout, shapeCount, shapeStr } from './tensor.mjs';
 
 const base = (name) => name.replace(/\.npy$/, '');
 
-export function loadNpz(bytes, options, name) {
+export function loadNpz(source, options, name) {
   const what = name || 'the .npz file';
-  const entries = listZip(bytes, what).filter((e) => !e.name.endsWith('/'));
+  const entries = listZip(source, what).filter((e) => !e.name.endsWith('/'));
   if (entries.length === 0) fail('E_INPUT', `${what} holds no arrays`);
   let att = entries.find((e) => e.name === 'attentions.npy');
   if (!att) {
@@ -20,7 +20,7 @@ export function loadNpz(bytes, options, name) {
     for (const e of entries) {
       if (!e.name.endsWith('.npy')) continue;
       let h;
-      try { h = parseNpyHeader(peekEntry(bytes, e, 4096, what), `${what}: ${e.name}`); } catch { continue; }
+      try { h = parseNpyHeader(peekEntry(source, e, 4096, what), `${what}: ${e.name}`); } catch { continue; }
       if (dtypeFromNumpy(h.descr) && h.shape.length >= 3 && h.shape.length <= 5) cands.push(e);
     }
     if (cands.length !== 1) {
@@ -33,7 +33,7 @@ export function loadNpz(bytes, options, name) {
   const attWhat = `${what}: array "${base(att.name)}"`;
   // Check the header before inflating: the shape must pass the size guard and agree with the
   // entry's declared size, so a hostile archive cannot make us allocate more than it claims.
-  const h0 = parseNpyHeader(peekEntry(bytes, att, 65536 + 12, what), attWhat);
+  const h0 = parseNpyHeader(peekEntry(source, att, 65536 + 12, what), attWhat);
   const dtype0 = checkFloatNpy(h0, attWhat);
   tensorLayout(h0.shape, attWhat, options);
   const need = h0.dataOffset + shapeCount(h0.shape, attWhat) * dtype0.size;
@@ -41,21 +41,21 @@ export function loadNpz(bytes, options, name) {
     fail('E_FORMAT', `${attWhat} is truncated or does not match its header: shape ${shapeStr(h0.shape)} ` +
       `${dtype0.label} needs ${need} bytes, the entry holds ${att.usize}`);
   }
-  const data = readEntry(bytes, att, what);
-  const h = parseNpyHeader(data, attWhat);
+  const data = entrySource(source, att, what);
+  const h = readNpyHeader(data, attWhat);
   const dtype = checkFloatNpy(h, attWhat);
 
   let tokens;
   const tokNpy = entries.find((e) => e.name === 'tokens.npy');
   const tokJson = entries.find((e) => e.name === 'tokens.json');
   if (tokNpy) {
-    tokens = npyStrings(readEntry(bytes, tokNpy, what), `${what}: array "tokens"`);
+    tokens = npyStrings(readEntry(source, tokNpy, what), `${what}: array "tokens"`);
   } else if (tokJson) {
-    const text = new TextDecoder('utf-8').decode(readEntry(bytes, tokJson, what));
+    const text = new TextDecoder('utf-8').decode(readEntry(source, tokJson, what));
     try { tokens = JSON.parse(text); } catch { fail('E_INPUT', `${what}: tokens.json is not valid JSON`); }
   }
   return fromTensor({
-    format: 'npz', what: attWhat, bytes: data, offset: h.dataOffset, shape: h.shape, dtype, tokens, options,
-    checkBytes: () => checkNpyBytes(h, dtype, data, attWhat),
+    format: 'npz', what: attWhat, source: data, offset: h.dataOffset, shape: h.shape, dtype, tokens, options,
+    checkBytes: () => checkNpyBytes(h, dtype, data.size, attWhat),
   });
 }

@@ -16,15 +16,16 @@ export function isSafetensors(b) {
   return hi === 0 && lo >= 2 && lo <= MAX_HEADER && b[8] === 0x7b;
 }
 
-export function loadSafetensors(bytes, options, name) {
+export function loadSafetensors(source, options, name) {
   const what = name || 'the safetensors file';
-  const hlen = (bytes[0] | (bytes[1] << 8) | (bytes[2] << 16)) + bytes[3] * 2 ** 24;
-  if (8 + hlen > bytes.length) {
-    fail('E_FORMAT', `${what} is truncated: its header needs ${8 + hlen} bytes, the file has ${bytes.length}`);
+  const b = source.read(0, 8);
+  const hlen = (b[0] | (b[1] << 8) | (b[2] << 16)) + b[3] * 2 ** 24;
+  if (8 + hlen > source.size) {
+    fail('E_FORMAT', `${what} is truncated: its header needs ${8 + hlen} bytes, the file has ${source.size}`);
   }
   let header;
   try {
-    header = JSON.parse(new TextDecoder('utf-8').decode(bytes.subarray(8, 8 + hlen)));
+    header = JSON.parse(new TextDecoder('utf-8').decode(source.read(8, hlen)));
   } catch (e) {
     fail('E_FORMAT', `${what}: the safetensors header is not valid JSON (${e.message})`);
   }
@@ -65,15 +66,15 @@ export function loadSafetensors(bytes, options, name) {
   }
   const rest = Object.fromEntries(Object.entries(md).filter(([k]) => k !== 'tokens'));
   return fromTensor({
-    format: 'safetensors', what: tWhat, bytes, offset: dataStart + begin, shape: t.shape, dtype, tokens, options,
+    format: 'safetensors', what: tWhat, source, offset: dataStart + begin, shape: t.shape, dtype, tokens, options,
     meta: Object.keys(rest).length ? rest : undefined,
     checkBytes: () => {
       if (end - begin !== count * dtype.size) {
         fail('E_FORMAT', `${tWhat}: shape ${shapeStr(t.shape)} ${dtype.label} needs ${count * dtype.size} bytes, ` +
           `data_offsets span ${end - begin}`);
       }
-      if (dataStart + end > bytes.length) {
-        fail('E_FORMAT', `${what} is truncated: tensor "${key}" ends at byte ${dataStart + end}, the file has ${bytes.length}`);
+      if (dataStart + end > source.size) {
+        fail('E_FORMAT', `${what} is truncated: tensor "${key}" ends at byte ${dataStart + end}, the file has ${source.size}`);
       }
     },
   });

@@ -1,5 +1,5 @@
 // AttentionData over one binary tensor (shared by .npy, .npz and safetensors): checks the shape,
-// selects the batch item, and reads layers lazily from the file's bytes.
+// selects the batch item, and reads each layer from its source only when it is asked for.
 
 import { fail } from '../errors.mjs';
 import { checkSize, checkTokens, makeAttentionData } from './data.mjs';
@@ -51,12 +51,12 @@ export function tensorLayout(shape, what, options) {
 }
 
 /**
- * AttentionData over one tensor; layers are read lazily from `bytes`.
+ * AttentionData over one tensor; each layer is read from `source` when it is asked for.
  * @param {object} t
  * @param {string} t.format 'npy' | 'npz' | 'safetensors'
  * @param {string} t.what   name used in messages, e.g. 'the .npy array' or 'tensor "attentions"'
- * @param {Uint8Array} t.bytes
- * @param {number} t.offset byte offset of the first element in `bytes`
+ * @param {import('./source.mjs').ByteSource} t.source
+ * @param {number} t.offset byte offset of the first element in `source`
  * @param {number[]} t.shape
  * @param {import('./dtype.mjs').Dtype} t.dtype
  * @param {string[]|undefined} t.tokens tokens found in the file
@@ -71,10 +71,11 @@ export function fromTensor(t) {
   if (t.checkBytes) t.checkBytes();
   const tokens = checkTokens(options.tokens ?? t.tokens, n, options.tokens ? 'options.tokens' : 'tokens');
   const per = Math.max(H, 1) * n * n; // elements of one layer of one batch item
-  const { bytes, offset, dtype } = t;
+  const { source, offset, dtype } = t;
+  const layerBytes = per * dtype.size;
   return makeAttentionData({
     format: t.format, tokens, numLayers: L, numHeads: H, numTokens: n, meta: t.meta,
-    readLayer: (l) => readFloats(bytes, offset + (l * B + batch) * per * dtype.size, per, dtype),
+    readLayer: (l) => readFloats(source.read(offset + (l * B + batch) * layerBytes, layerBytes), 0, per, dtype),
     checked: false,
   });
 }

@@ -1,9 +1,11 @@
-// A minimal zip reader for .npz: central directory (with zip64), stored and deflated entries.
-// Stored entries (np.savez) are returned as views of the file's bytes, so reading a large
-// uncompressed .npz costs no copy; deflated ones (np.savez_compressed) are inflated by fflate.
+// A minimal zip reader for .npz: central directory (with zip64), stored and deflated entries,
+// read from a ByteSource (./source.mjs). A stored entry (np.savez) is a slice of the source, so a
+// large uncompressed .npz is read a layer at a time like a .npy; a deflated one
+// (np.savez_compressed) is inflated whole by fflate.
 
 import { inflateSync, Inflate } from '../vendor/fflate.mjs';
 import { fail } from '../errors.mjs';
+import { bytesSource, sliceSource } from './source.mjs';
 
 const u16 = (b, p) => b[p] | (b[p + 1] << 8);
 const u32 = (b, p) => (b[p] | (b[p + 1] << 8) | (b[p + 2] << 16)) + b[p + 3] * 2 ** 24;
@@ -13,26 +15,30 @@ const u64 = (b, p) => u32(b, p) + u32(b, p + 4) * 2 ** 32;
  * @typedef {{name: string, method: number, flags: number, csize: number, usize: number, local: number}} ZipEntry
  * @returns {ZipEntry[]}
  */
-export function listZip(b, what) {
+export function listZip(source, what) {
   const bad = (why) => fail('E_FORMAT', `${what} is truncated or not a valid .npz (zip) file: ${why}`);
   // End of central directory: 22 bytes + a comment of up to 65535 bytes, scanned from the end.
+  const tailStart = Math.max(0, source.size - 22 - 65535);
+  const tail = source.read(tailStart, source.size - tailStart);
   let eocd = -1;
-  for (let p = b.length - 22; p >= 0 && p >= b.length - 22 - 65535; p--) {
-    if (b[p] === 0x50 && b[p + 1] === 0x4b && b[p + 2] === 5 && b[p + 3] === 6) { eocd = p; break; }
+  for (let p = tail.length - 22; p >= 0; p--) {
+    if (tail[p] === 0x50 && tail[p + 1] === 0x4b && tail[p + 2] === 5 && tail[p + 3] === 6) { eocd = p; break; }
   }
   if (eocd < 0) bad('no end-of-central-directory record');
-  let count = u16(b, eocd + 10), cdSize = u32(b, eocd + 12), cdOff = u32(b, eocd + 16);
+  let count = u16(tail, eocd + 10), cdSize = u32(tail, eocd + 12), cdOff = u32(tail, eocd + 16);
   if (count === 0xffff || cdSize === 0xffffffff || cdOff === 0xffffffff) {
-    const loc = eocd - 20; // zip64 end-of-central-directory locator
-    if (loc < 0 || u32(b, loc) !== 0x07064b50) bad('missing zip64 locator');
-    const z = u64(b, loc + 8);
-    if (z + 56 > b.length || u32(b, z) !== 0x06064b50) bad('missing zip64 end record');
-    count = u64(b, z + 32); cdSize = u64(b, z + 40); cdOff = u64(b, z + 48);
+    const loc = tailStart + eocd - 20; // zip64 end-of-central-directory locator
+    const locator = loc < 0 ? new Uint8Array(0) : source.read(loc, 20);
+    if (locator.length < 20 || u32(locator, 0) !== 0x07064b50) bad('missing zip64 locator');
+    const end64 = source.read(u64(locator, 8), 56);
+    if (end64.length < 56 || u32(end64, 0) !== 0x06064b50) bad('missing zip64 end record');
+    count = u64(end64, 32); cdSize = u64(end64, 40); cdOff = u64(end64, 48);
   }
-  if (cdOff + cdSize > b.length) bad('the central directory lies past the end of the file');
+  if (cdOff + cdSize > source.size) bad('the central directory lies past the end of the file');
+  const b = source.read(cdOff, cdSize);
   const entries = [];
   const dec = new TextDecoder('utf-8');
-  let p = cdOff;
+  let p = 0;
   for (let k = 0; k < count; k++) {
     if (p + 46 > b.length || u32(b, p) !== 0x02014b50) bad('broken central directory');
     const flags = u16(b, p + 8), method = u16(b, p + 10);
@@ -56,23 +62,34 @@ export function listZip(b, what) {
   return entries;
 }
 
-function compressed(b, e, what) {
-  const p = e.local;
-  if (p + 30 > b.length || u32(b, p) !== 0x04034b50) fail('E_FORMAT', `${what}: broken local header of ${e.name}`);
-  const start = p + 30 + u16(b, p + 26) + u16(b, p + 28);
-  if (start + e.csize > b.length) fail('E_FORMAT', `${what} is truncated: entry ${e.name} runs past the end of the file`);
+/** The entry's stored (compressed) data, as a slice of the source. */
+function compressed(source, e, what) {
+  const local = source.read(e.local, 30);
+  if (local.length < 30 || u32(local, 0) !== 0x04034b50) fail('E_FORMAT', `${what}: broken local header of ${e.name}`);
+  const start = e.local + 30 + u16(local, 26) + u16(local, 28);
+  if (start + e.csize > source.size) fail('E_FORMAT', `${what} is truncated: entry ${e.name} runs past the end of the file`);
   if (e.flags & 1) fail('E_FORMAT', `${what}: entry ${e.name} is encrypted`);
   if (e.method !== 0 && e.method !== 8) fail('E_FORMAT', `${what}: entry ${e.name} uses compression method ${e.method} (only stored and deflate are read)`);
-  return b.subarray(start, start + e.csize);
+  return sliceSource(source, start, e.csize);
 }
 
-/** The entry's bytes: a view for stored entries, inflated for deflate. */
-export function readEntry(b, e, what) {
-  const c = compressed(b, e, what);
+/** The entry's content as a source: a slice of the file when stored, inflated when deflated. */
+export function entrySource(source, e, what) {
+  const c = compressed(source, e, what);
   if (e.method === 0) {
     if (e.csize !== e.usize) fail('E_FORMAT', `${what}: entry ${e.name} has inconsistent sizes`);
     return c;
   }
+  return bytesSource(inflate(c.read(0, c.size), e, what));
+}
+
+/** The entry's bytes (for the small entries: tokens). */
+export function readEntry(source, e, what) {
+  const s = entrySource(source, e, what);
+  return s.read(0, s.size);
+}
+
+function inflate(c, e, what) {
   // Deflate expands at most ~1032:1: a larger declared size is corruption, refused before allocating.
   if (e.usize > e.csize * 1032 + 1024) fail('E_FORMAT', `${what}: entry ${e.name} declares an impossible size`);
   let out;
@@ -86,15 +103,15 @@ export function readEntry(b, e, what) {
 }
 
 /** At least the first `need` bytes of an entry (fewer if it is shorter), inflating only a prefix. */
-export function peekEntry(b, e, need, what) {
-  const c = compressed(b, e, what);
-  if (e.method === 0) return c.subarray(0, need);
+export function peekEntry(source, e, need, what) {
+  const c = compressed(source, e, what);
+  if (e.method === 0) return c.read(0, need);
   const parts = [];
   let got = 0;
   const inf = new Inflate((d) => { parts.push(d); got += d.length; });
   try {
-    for (let off = 0; off < c.length && got < need; off += 16384) {
-      inf.push(c.subarray(off, Math.min(off + 16384, c.length)), off + 16384 >= c.length);
+    for (let off = 0; off < c.size && got < need; off += 16384) {
+      inf.push(c.read(off, 16384), off + 16384 >= c.size);
     }
   } catch (err) {
     fail('E_FORMAT', `${what}: entry ${e.name} is truncated or corrupt (${err.message})`);

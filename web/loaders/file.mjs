@@ -1,0 +1,40 @@
+// A ByteSource over a file on disk (Node only; web/cli.mjs uses it): each read is a positioned
+// read into fresh memory, so a 400 MB tensor is never held whole while its heads are fused.
+
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { fail } from '../errors.mjs';
+
+/**
+ * Opens `path` for reading; call close() when the data read from it is no longer needed.
+ * @returns {import('./source.mjs').ByteSource & {close(): void}}
+ */
+export function openFileSource(path) {
+  let fd, size;
+  try {
+    fd = openSync(path, 'r');
+    size = fstatSync(fd).size;
+  } catch (error) {
+    if (fd !== undefined) closeSync(fd);
+    fail('E_INPUT', `cannot read ${path}: ${error.code === 'ENOENT' ? 'no such file' : error.message}`);
+  }
+  return {
+    size,
+    read(offset, length) {
+      const out = new Uint8Array(Math.max(0, Math.min(length, size - offset)));
+      for (let got = 0; got < out.length;) {
+        let n;
+        try {
+          n = readSync(fd, out, got, out.length - got, offset + got);
+        } catch (error) {
+          fail('E_INPUT', `cannot read ${path}: ${error.message}`);
+        }
+        if (n === 0) fail('E_INPUT', `${path} shrank while it was being read (${size} bytes when opened)`);
+        got += n;
+      }
+      return out;
+    },
+    close() {
+      closeSync(fd);
+    },
+  };
+}
