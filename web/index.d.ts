@@ -61,7 +61,10 @@ export interface LoadOptions {
  * Face layout [L][B][H][n][n], pre-fused [L][n][n], gzip-compressed JSON, .npy (float16/32/64,
  * shape [L,H,n,n] or [L,n,n]), .npz (arrays "attentions" and optional "tokens") and safetensors
  * (tensor "attentions", tokens in the header's __metadata__.tokens as a JSON string).
- * A parsed JSON object may be passed directly.
+ * A parsed JSON object may be passed directly. A Blob or File given in a worker is read a slice
+ * at a time (FileReaderSync): a binary tensor's layers are read when layer(l) asks for them, so it
+ * must stay readable (a File changed on disk afterwards makes layer(l) throw E_INPUT); elsewhere a
+ * Blob is read whole.
  */
 export function loadAttention(
   input: string | ArrayBuffer | Uint8Array | Blob | object,
