@@ -275,7 +275,7 @@ class Session {
   /// {value, cut: [{layer, from, to, capacity}]} for the flow from (layer, row) to token.
   val bottleneck(double alpha, double discard, int layer, int row, int token) {
     return guarded([&] {
-      const attnflow::FlowBottleneck b = attnflow::flowBottleneck(mixed(alpha, discard), layer, row, token);
+      const attnflow::FlowBottleneck b = attnflow::flowBottleneck(mixed(alpha, discard), layer, row, token, &flowSolver_);
       val cut = val::array();
       // set(index, ...) instead of call("push"): embind's method callers are built with
       // new Function, which the page's Content-Security-Policy (no 'unsafe-eval') forbids.

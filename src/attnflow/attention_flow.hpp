@@ -136,6 +136,8 @@ struct FlowBottleneck {
   std::vector<LayerEdge> cut;
 };
 
-FlowBottleneck flowBottleneck(const LayerStack& A, int layer, int row, int token);
+/// With cache, the value's solver comes from it and stays there (as for attentionFlowLayers).
+FlowBottleneck flowBottleneck(const LayerStack& A, int layer, int row, int token,
+                              FlowSolverCache* cache = nullptr);
 
 }  // namespace attnflow

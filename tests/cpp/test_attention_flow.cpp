@@ -116,13 +116,25 @@ double maxAbsDiff(const Matrix& a, const Matrix& b) {
 
 /// Checks flowBottleneck(A, layer, row, token): its value is the flow's, its cut's capacity is the
 /// value, removing the cut disconnects the source from the token, and when the token's own
-/// in-edges are a minimum cut exactly they are reported. Returns 1 in that last case, else 0.
-int checkBottleneck(const LayerStack& A, int layer, int row, int token) {
+/// in-edges are a minimum cut exactly they are reported. With a cache (of A's solvers, kept
+/// between calls), the same value and cut as without. Returns 1 in the sink case, else 0.
+int checkBottleneck(const LayerStack& A, int layer, int row, int token,
+                    attnflow::FlowSolverCache* cache = nullptr) {
   CAPTURE(layer);
   CAPTURE(row);
   CAPTURE(token);
   const auto n = static_cast<int>(A[0].rows());
   const attnflow::FlowBottleneck b = attnflow::flowBottleneck(A, layer, row, token);
+  if (cache != nullptr) {
+    const attnflow::FlowBottleneck kept = attnflow::flowBottleneck(A, layer, row, token, cache);
+    CHECK(kept.value == b.value);
+    REQUIRE(kept.cut.size() == b.cut.size());
+    for (std::size_t k = 0; k < b.cut.size(); ++k) {
+      CHECK(kept.cut[k].layer == b.cut[k].layer);
+      CHECK(kept.cut[k].from == b.cut[k].from);
+      CHECK(kept.cut[k].to == b.cut[k].to);
+    }
+  }
   CHECK(std::abs(attnflow::attentionFlow(A, layer, {row})(0, token) - b.value) <= 1e-9);
   double inCap = 0.0;
   for (int m = 0; m < n; ++m) inCap += A[0](m, token);
@@ -372,7 +384,8 @@ TEST_CASE("attention flow: the bottleneck is the minimum cut nearest the sink") 
     const int n = 1 + it % 7;
     const int layers = 1 + it % 4;
     const LayerStack A = randomStack(gen, layers, n, static_cast<Kind>(it % kNumKinds));
-    sinkCases += checkBottleneck(A, 1 + (it / 4) % layers, (it / 2) % n, (it / 3) % n);
+    attnflow::FlowSolverCache cache;
+    sinkCases += checkBottleneck(A, 1 + (it / 4) % layers, (it / 2) % n, (it / 3) % n, &cache);
   }
   CHECK(sinkCases >= 20);
 }
@@ -383,8 +396,9 @@ TEST_CASE("attention flow: the bottleneck cut at 12 layers of 32 tokens") {
   int sinkCases = 0;
   for (const bool causal : {false, true}) {
     const LayerStack A = attnflow::synthetic::mixedStack({12, 1, 32, 1, causal}, 0.5);
+    attnflow::FlowSolverCache cache;  // one solver kept for every pair, as the session keeps it
     for (const int row : {0, 1, 31}) {
-      for (int token = 0; token < 32; ++token) sinkCases += checkBottleneck(A, 12, row, token);
+      for (int token = 0; token < 32; ++token) sinkCases += checkBottleneck(A, 12, row, token, &cache);
     }
   }
   CHECK(sinkCases >= 20);
