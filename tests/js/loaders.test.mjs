@@ -209,26 +209,30 @@ test('a binary tensor is read header first, then one read of one layer per layer
   }
 });
 
-test('a compressed .npz tensor is inflated as its layers are read, in one pass', async () => {
-  const shape = { layers: 4, heads: 8, tokens: 128 };  // 2 MB: above what is inflated at once
+test('a compressed tensor (.npz of np.savez_compressed, .npy.gz) is inflated as its layers are read, in one pass', async () => {
+  const shape = { layers: 4, heads: 8, tokens: 128 };  // 2 MB: above what an .npz inflates at once
   const npy = syntheticNpy(shape);
   const fromMemory = loadAttentionSync(npy);
-  const npz = zipSync({ 'attentions.npy': npy }, { level: 6 });
-  const source = recordingSource(npz);
-  const d = loadAttentionSource(source, { name: 'c.npz' });
-  const total = () => source.reads.reduce((a, b) => a + b, 0);
-  const atLoad = total();
-  for (let l = 0; l < shape.layers; l++) assert.deepEqual(d.layer(l), fromMemory.layer(l), `layer ${l + 1}`);
-  // Every compressed byte read once after loading (no restart): less than the archive's size.
-  assert.ok(total() - atLoad <= npz.length, `${total() - atLoad} bytes read for the layers, archive ${npz.length}`);
-  assert.deepEqual(d.layer(1), fromMemory.layer(1));  // behind the last read: inflates again
-  // Corrupt data (deflate carries no checksum): an AttnflowError when a layer reaches it, never
-  // a crash or a layer returned half empty.
-  const broken = npz.slice();
-  broken.fill(0xff, Math.floor(npz.length * 0.6), Math.floor(npz.length * 0.7));
-  const bad = loadAttentionSource(bytesSource(broken), { name: 'c.npz' });
-  assert.throws(() => { for (let l = 0; l < shape.layers; l++) bad.layer(l); },
-    (e) => e instanceof AttnflowError && /^c\.npz: entry attentions\.npy is truncated or corrupt|^layer \d+, head \d+, row/.test(e.message));
+  const inputs = { 'c.npz': zipSync({ 'attentions.npy': npy }, { level: 6 }), 'c.npy.gz': gzipSync(npy) };
+  for (const [name, bytes] of Object.entries(inputs)) {
+    const source = recordingSource(bytes);
+    const d = loadAttentionSource(source, { name });
+    const total = () => source.reads.reduce((a, b) => a + b, 0);
+    const atLoad = total();
+    assert.ok(atLoad < bytes.length / 2, `${name}: ${atLoad} bytes read at load, file ${bytes.length}`);
+    for (let l = 0; l < shape.layers; l++) assert.deepEqual(d.layer(l), fromMemory.layer(l), `${name} layer ${l + 1}`);
+    // Every compressed byte read once after loading (no restart): less than the file's size.
+    assert.ok(total() - atLoad <= bytes.length, `${name}: ${total() - atLoad} bytes read for the layers, file ${bytes.length}`);
+    assert.deepEqual(d.layer(1), fromMemory.layer(1), name);  // behind the last read: inflates again
+    // Corrupt data (deflate carries no checksum): an AttnflowError when a layer reaches it, never
+    // a crash or a layer returned half empty.
+    const broken = bytes.slice();
+    broken.fill(0xff, Math.floor(bytes.length * 0.6), Math.floor(bytes.length * 0.7));
+    assert.throws(() => {
+      const bad = loadAttentionSource(bytesSource(broken), { name });
+      for (let l = 0; l < shape.layers; l++) bad.layer(l);
+    }, (e) => e instanceof AttnflowError && /truncated or corrupt|^layer \d+, head \d+, row/.test(e.message), name);
+  }
 });
 
 test('a file that shrinks after it was opened is refused when a layer is read', async () => {

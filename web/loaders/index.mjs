@@ -2,13 +2,13 @@
 // then dispatches to the reader of that format. See docs/FORMATS.md for the formats and
 // web/loaders/data.mjs for when values are validated.
 
-import { gunzipSync } from '../vendor/fflate.mjs';
+import { Gunzip, gunzipSync } from '../vendor/fflate.mjs';
 import { fail } from '../errors.mjs';
 import { parseJsonText, fromJsonValue } from './json.mjs';
 import { isNpy, loadNpy } from './npy.mjs';
 import { loadNpz } from './npz.mjs';
 import { isSafetensors, loadSafetensors } from './safetensors.mjs';
-import { blobSource, bytesSource, canReadBlobsInPlace } from './source.mjs';
+import { blobSource, bytesSource, canReadBlobsInPlace, inflatingSource } from './source.mjs';
 
 export { MAX_WASM_BYTES, ROW_SUM_TOLERANCE } from './data.mjs';
 
@@ -61,40 +61,50 @@ function decodeText(b, name) {
   }
 }
 
-function gunzip(b, name) {
-  const pre = name ? `${name}: ` : '';
-  if (b.length < 18) fail('E_FORMAT', `${pre}the gzip data is truncated (${b.length} bytes)`);
-  // ISIZE (the last 4 bytes) sizes the output buffer; a truncated file makes it garbage, and
-  // deflate cannot expand more than ~1032:1, so refuse an impossible size before allocating.
-  const isize = (b[b.length - 4] | (b[b.length - 3] << 8) | (b[b.length - 2] << 16)) + b[b.length - 1] * 2 ** 24;
-  if (isize > b.length * 1032 + 1024) fail('E_FORMAT', `${pre}the gzip data is truncated or corrupt (its size trailer is impossible)`);
-  try {
-    return gunzipSync(b);
-  } catch (e) {
-    return fail('E_FORMAT', `${pre}the gzip data is truncated or corrupt (${e.message})`);
-  }
-}
-
 /** The first bytes read to tell the formats apart (JSON may start after much white space). */
 const SNIFF_BYTES = 4096;
 
 /**
+ * gzip: a binary tensor inside (.npy.gz) is inflated as its layers are read; JSON, which needs
+ * its whole text, is inflated at once.
+ */
+function loadGzip(source, opts, gzDepth) {
+  const pre = opts.name ? `${opts.name}: ` : '';
+  const corrupt = (why) => fail('E_FORMAT', `${pre}the gzip data is truncated or corrupt (${why})`);
+  if (gzDepth > 0) fail('E_FORMAT', `${pre}gzip inside gzip is not read`);
+  if (source.size < 18) fail('E_FORMAT', `${pre}the gzip data is truncated (${source.size} bytes)`);
+  // ISIZE (the last 4 bytes) is the content's size; a truncated file makes it garbage, and
+  // deflate cannot expand more than ~1032:1, so refuse an impossible size before allocating.
+  const t = source.read(source.size - 4, 4);
+  const isize = (t[0] | (t[1] << 8) | (t[2] << 16)) + t[3] * 2 ** 24;
+  if (isize > source.size * 1032 + 1024) corrupt('its size trailer is impossible');
+  const inner = inflatingSource(source, isize, () => new Gunzip(), corrupt);
+  const format = detectFormat(inner.read(0, SNIFF_BYTES));
+  if (format === 'npy' || format === 'npz' || format === 'safetensors') return loadSource(inner, opts, gzDepth + 1);
+  let content;
+  try {
+    content = gunzipSync(source.read(0, source.size));
+  } catch (e) {
+    corrupt(e.message);
+  }
+  return loadSource(bytesSource(content), opts, gzDepth + 1);
+}
+
+/**
  * Loads from a ByteSource, synchronously. The binary formats keep the source and read a layer at
- * a time from it; JSON and gzip are read whole.
+ * a time from it (through gzip too); JSON is read whole.
  */
 function loadSource(source, opts, gzDepth) {
   const name = opts.name;
   if (source.size === 0) fail('E_INPUT', `${name ? `${name}: ` : ''}empty input (0 bytes)`);
   let b = source.read(0, SNIFF_BYTES);
   let format = detectFormat(b);
-  if ((format === null || format === 'json' || format === 'gzip') && b.length < source.size) {
+  if ((format === null || format === 'json') && b.length < source.size) {
     b = source.read(0, source.size);
     format = detectFormat(b);
   }
   switch (format) {
-    case 'gzip':
-      if (gzDepth > 0) fail('E_FORMAT', `${name ? `${name}: ` : ''}gzip inside gzip is not read`);
-      return loadSource(bytesSource(gunzip(b, name)), opts, gzDepth + 1);
+    case 'gzip': return loadGzip(source, opts, gzDepth);
     case 'npz': return loadNpz(source, opts, name);
     case 'npy': return loadNpy(source, opts, name);
     case 'safetensors': return loadSafetensors(source, opts, name);

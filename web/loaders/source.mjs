@@ -26,6 +26,52 @@ export function sliceSource(source, start, size) {
   };
 }
 
+const INFLATE_CHUNK = 1 << 16;
+
+/**
+ * The decompressed content of `compressed` (`size` bytes), read forward as it is inflated by a
+ * fflate stream from `makeStream()`: only what was inflated but not yet read is held. Reads in
+ * increasing order (the layers, as the heads are fused) cost one pass; a read behind the last one
+ * starts inflating again from the beginning (a fusion done again). `corrupt(why)` throws.
+ * @returns {ByteSource}
+ */
+export function inflatingSource(compressed, size, makeStream, corrupt) {
+  let stream, consumed, produced, chunks, chunksStart;
+  const restart = () => {
+    stream = makeStream();
+    stream.ondata = (d) => { chunks.push(d); produced += d.length; };
+    consumed = 0; produced = 0; chunks = []; chunksStart = 0;
+  };
+  const dropBefore = (offset) => {
+    while (chunks.length && chunksStart + chunks[0].length <= offset) chunksStart += chunks.shift().length;
+  };
+  restart();
+  return {
+    size,
+    read(offset, length) {
+      const end = Math.min(size, offset + length);
+      if (offset < chunksStart) restart();
+      while (produced < end) {
+        if (consumed >= compressed.size) corrupt(`it inflates to ${produced} bytes, expected ${size}`);
+        const next = compressed.read(consumed, INFLATE_CHUNK);
+        consumed += next.length;
+        try {
+          stream.push(next, consumed >= compressed.size);
+        } catch (err) {
+          corrupt(err.message);
+        }
+        dropBefore(offset);
+      }
+      const out = new Uint8Array(Math.max(0, end - offset));
+      for (let k = 0, at = chunksStart; k < chunks.length && at < end; at += chunks[k++].length) {
+        const from = Math.max(offset, at), to = Math.min(end, at + chunks[k].length);
+        if (from < to) out.set(chunks[k].subarray(from - at, to - at), from - offset);
+      }
+      return out;
+    },
+  };
+}
+
 /** Whether Blobs can be read synchronously here: FileReaderSync exists in dedicated workers only. */
 export function canReadBlobsInPlace() {
   return typeof FileReaderSync === 'function';

@@ -5,7 +5,7 @@
 
 import { inflateSync, Inflate } from '../vendor/fflate.mjs';
 import { fail } from '../errors.mjs';
-import { bytesSource, sliceSource } from './source.mjs';
+import { bytesSource, inflatingSource, sliceSource } from './source.mjs';
 
 const u16 = (b, p) => b[p] | (b[p + 1] << 8);
 const u32 = (b, p) => (b[p] | (b[p + 1] << 8) | (b[p + 2] << 16)) + b[p + 3] * 2 ** 24;
@@ -84,53 +84,11 @@ export function entrySource(source, e, what) {
   if (e.usize > e.csize * 1032 + 1024) fail('E_FORMAT', `${what}: entry ${e.name} declares an impossible size`);
   // Small entries (tokens, headers) at once; large ones (the tensor) as their layers are read.
   if (e.usize <= INFLATE_AT_ONCE) return bytesSource(inflate(c.read(0, c.size), e, what));
-  return inflatingSource(c, e, what);
+  return inflatingSource(c, e.usize, () => new Inflate(), (why) =>
+    fail('E_FORMAT', `${what}: entry ${e.name} is truncated or corrupt (${why})`));
 }
 
 const INFLATE_AT_ONCE = 1 << 20;
-const INFLATE_CHUNK = 1 << 16;
-
-/**
- * A deflated entry read forward as it inflates: only what was inflated but not yet read is held.
- * Reads in increasing order (the layers, as the heads are fused) cost one pass over the entry; a
- * read behind the last one starts inflating again from the beginning (a fusion done again).
- */
-function inflatingSource(c, e, what) {
-  let stream, consumed, produced, chunks, chunksStart;
-  const corrupt = (why) => fail('E_FORMAT', `${what}: entry ${e.name} is truncated or corrupt (${why})`);
-  const restart = () => {
-    stream = new Inflate((d) => { chunks.push(d); produced += d.length; });
-    consumed = 0; produced = 0; chunks = []; chunksStart = 0;
-  };
-  const dropBefore = (offset) => {
-    while (chunks.length && chunksStart + chunks[0].length <= offset) chunksStart += chunks.shift().length;
-  };
-  restart();
-  return {
-    size: e.usize,
-    read(offset, length) {
-      const end = Math.min(e.usize, offset + length);
-      if (offset < chunksStart) restart();
-      while (produced < end) {
-        if (consumed >= c.size) corrupt(`it inflates to ${produced} bytes, expected ${e.usize}`);
-        const next = c.read(consumed, INFLATE_CHUNK);
-        consumed += next.length;
-        try {
-          stream.push(next, consumed >= c.size);
-        } catch (err) {
-          corrupt(err.message);
-        }
-        dropBefore(offset);
-      }
-      const out = new Uint8Array(Math.max(0, end - offset));
-      for (let k = 0, at = chunksStart; k < chunks.length && at < end; at += chunks[k++].length) {
-        const from = Math.max(offset, at), to = Math.min(end, at + chunks[k].length);
-        if (from < to) out.set(chunks[k].subarray(from - at, to - at), from - offset);
-      }
-      return out;
-    },
-  };
-}
 
 /** The entry's bytes (for the small entries: tokens). */
 export function readEntry(source, e, what) {
