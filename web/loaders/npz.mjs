@@ -2,10 +2,10 @@
 // tokens: "tokens" as a numpy string array ('<U' or '|S'), or a "tokens.json" entry.
 
 import { fail } from '../errors.mjs';
-import { listZip, readEntry, peekEntry, entrySource } from './zip.mjs';
-import { parseNpyHeader, readNpyHeader, checkFloatNpy, checkNpyBytes, npyStrings } from './npy.mjs';
+import { listZip, readEntry, entrySource } from './zip.mjs';
+import { readNpyHeader, checkFloatNpy, checkNpyBytes, npyStrings } from './npy.mjs';
 import { dtypeFromNumpy } from './dtype.mjs';
-import { fromTensor, tensorLayout, shapeCount, shapeStr } from './tensor.mjs';
+import { fromTensor } from './tensor.mjs';
 
 const base = (name) => name.replace(/\.npy$/, '');
 
@@ -20,7 +20,7 @@ export function loadNpz(source, options, name) {
     for (const e of entries) {
       if (!e.name.endsWith('.npy')) continue;
       let h;
-      try { h = parseNpyHeader(peekEntry(source, e, 4096, what), `${what}: ${e.name}`); } catch { continue; }
+      try { h = readNpyHeader(entrySource(source, e, what), `${what}: ${e.name}`); } catch { continue; }
       if (dtypeFromNumpy(h.descr) && h.shape.length >= 3 && h.shape.length <= 5) cands.push(e);
     }
     if (cands.length !== 1) {
@@ -31,16 +31,8 @@ export function loadNpz(source, options, name) {
     att = cands[0];
   }
   const attWhat = `${what}: array "${base(att.name)}"`;
-  // Check the header before inflating: the shape must pass the size guard and agree with the
-  // entry's declared size, so a hostile archive cannot make us allocate more than it claims.
-  const h0 = parseNpyHeader(peekEntry(source, att, 65536 + 12, what), attWhat);
-  const dtype0 = checkFloatNpy(h0, attWhat);
-  tensorLayout(h0.shape, attWhat, options);
-  const need = h0.dataOffset + shapeCount(h0.shape, attWhat) * dtype0.size;
-  if (att.usize !== need) {
-    fail('E_FORMAT', `${attWhat} is truncated or does not match its header: shape ${shapeStr(h0.shape)} ` +
-      `${dtype0.label} needs ${need} bytes, the entry holds ${att.usize}`);
-  }
+  // A large entry is inflated only as it is read, so nothing is allocated for it here; fromTensor
+  // checks the shape against the size guard, then against the entry's declared size.
   const data = entrySource(source, att, what);
   const h = readNpyHeader(data, attWhat);
   const dtype = checkFloatNpy(h, attWhat);

@@ -73,6 +73,9 @@ function compressed(source, e, what) {
   return sliceSource(source, start, e.csize);
 }
 
+/** Deflated entries up to this size are inflated at once (tokens, small tensors). */
+const INFLATE_AT_ONCE = 1 << 20;
+
 /** The entry's content as a source: a slice of the file when stored, inflated when deflated. */
 export function entrySource(source, e, what) {
   const c = compressed(source, e, what);
@@ -88,8 +91,6 @@ export function entrySource(source, e, what) {
     fail('E_FORMAT', `${what}: entry ${e.name} is truncated or corrupt (${why})`));
 }
 
-const INFLATE_AT_ONCE = 1 << 20;
-
 /** The entry's bytes (for the small entries: tokens). */
 export function readEntry(source, e, what) {
   const s = entrySource(source, e, what);
@@ -104,25 +105,5 @@ function inflate(c, e, what) {
     fail('E_FORMAT', `${what}: entry ${e.name} is truncated or corrupt (${err.message})`);
   }
   if (out.length !== e.usize) fail('E_FORMAT', `${what}: entry ${e.name} inflates to ${out.length} bytes, expected ${e.usize}`);
-  return out;
-}
-
-/** At least the first `need` bytes of an entry (fewer if it is shorter), inflating only a prefix. */
-export function peekEntry(source, e, need, what) {
-  const c = compressed(source, e, what);
-  if (e.method === 0) return c.read(0, need);
-  const parts = [];
-  let got = 0;
-  const inf = new Inflate((d) => { parts.push(d); got += d.length; });
-  try {
-    for (let off = 0; off < c.size && got < need; off += 16384) {
-      inf.push(c.read(off, 16384), off + 16384 >= c.size);
-    }
-  } catch (err) {
-    fail('E_FORMAT', `${what}: entry ${e.name} is truncated or corrupt (${err.message})`);
-  }
-  const out = new Uint8Array(Math.min(got, need));
-  let k = 0;
-  for (const d of parts) { if (k >= out.length) break; out.set(d.subarray(0, out.length - k), k); k += d.length; }
   return out;
 }
