@@ -7,10 +7,8 @@
 import { basename } from 'node:path';
 import { parseArgs } from 'node:util';
 import { setFlagsFromString } from 'node:v8';
-import { AttnflowError, FusedAttention, init } from './index.mjs';
-import { loadAttentionSource } from './loaders/index.mjs';
-import { openFileSource } from './loaders/file.mjs';
-import { bytesSource } from './loaders/source.mjs';
+import { AttnflowError, FusedAttention, init, loadAttention } from './index.mjs';
+import { openAttentionFile } from './node.mjs';
 import { METHODS, parseListOption } from './options.mjs';
 import { fail } from './errors.mjs';
 
@@ -99,11 +97,11 @@ async function readStdin() {
 }
 
 /**
- * The input as a ByteSource: a binary tensor in a file is then read a layer at a time as the
- * heads are fused, never whole (a 400 MB .npy: peak memory 0.61 -> 0.27 GB, bench/README.md).
+ * The input's AttentionData: a binary tensor in a file is read a layer at a time as the heads are
+ * fused, never whole (a 400 MB .npy: peak memory 0.61 -> 0.27 GB, bench/README.md).
  */
-async function openInput(file) {
-  return file === '-' ? bytesSource(await readStdin()) : openFileSource(file);
+async function openInput(file, options) {
+  return file === '-' ? loadAttention(await readStdin(), options) : openAttentionFile(file, options);
 }
 
 /** A progress line on stderr, only for runs long enough to need one. */
@@ -158,13 +156,12 @@ async function main() {
     }
     return;
   }
-  const [source] = await Promise.all([openInput(command.file), init()]);
-  let data, fused;
+  const [data] = await Promise.all([openInput(command.file, { name, batch: command.batch }), init()]);
+  let fused;
   try {
-    data = loadAttentionSource(source, { name, batch: command.batch });
     fused = await FusedAttention.create(data, command.options);
   } finally {
-    source.close?.();  // every layer has been read into the fused stack
+    data.close?.();  // every layer has been read into the fused stack
   }
   // The graph (residual-mixed layers) and, for a flow at one layer, its exact solver are built as
   // part of loading, like the heads' fusion: the benchmark times peers on graphs already built,

@@ -33,7 +33,6 @@
 // Cancel is the main thread terminating this worker: a flow is one synchronous WebAssembly call,
 // so no message can reach the worker while it runs.
 import { FusedAttention, loadAttention } from './index.mjs';
-import { loadAttentionSource } from './loaders/index.mjs';
 
 const PROGRESS_MS = 25;
 // Largest result kept as a spare (see `spare`): bounds the memory an idle worker holds.
@@ -140,13 +139,13 @@ async function handle(message) {
       for (const port of peers) {
         if (port) port.onmessage = (event) => receiveSinkValues(event.data);
       }
-      const source = path === undefined ? null : (await import('./loaders/file.mjs')).openFileSource(path);
-      let data;
+      const data = path === undefined
+        ? await loadAttention(bytes, { name, batch, tokens })
+        : await (await import('./node.mjs')).openAttentionFile(path, { name, batch, tokens });
       try {
-        data = source ? loadAttentionSource(source, { name, batch, tokens }) : await loadAttention(bytes, { name, batch, tokens });
         fused = await FusedAttention.create(data, data.fused ? {} : { fusion, heads });
       } finally {
-        source?.close();  // every layer has been read into the fused stack
+        data.close?.();  // a file: every layer has been read into the fused stack
       }
       if (message.prepare) fused.prepare(message.prepare);
       send({

@@ -9,9 +9,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync, zipSync } from 'fflate';
 import { AttnflowError, compute, loadAttention } from 'attnflow';
+import { openAttentionFile } from 'attnflow/node';
 import { loadAttentionSync, loadAttentionSource, detectFormat, MAX_WASM_BYTES } from '../../web/loaders/index.mjs';
 import { bytesSource } from '../../web/loaders/source.mjs';
-import { openFileSource } from '../../web/loaders/file.mjs';
 import { syntheticNpy } from '../../bench/synthetic.mjs';
 
 const DIR = new URL('../fixtures/formats/', import.meta.url);
@@ -161,14 +161,37 @@ test('binary layers are views of the file bytes when aligned, so no copy of the 
 // Inputs read a slice at a time (a file on disk in the CLI, a File in a worker): a binary tensor is
 // never read whole.
 
-test('every format reads the same from a file on disk as from memory', async () => {
+test('every format reads the same from a file on disk (attnflow/node) as from memory', async () => {
   for (const [name, want] of FORMAT_CASES) {
-    const source = openFileSource(fileURLToPath(new URL(name, DIR)));
+    const data = await openAttentionFile(fileURLToPath(new URL(name, DIR)));  // the path is the format hint
     try {
-      checkSame(loadAttentionSource(source, { name }), want);
+      checkSame(data, want);
     } finally {
-      source.close();
+      data.close();
     }
+  }
+});
+
+test('openAttentionFile: a closed file refuses its layers; a missing file or a bad path is an E_INPUT', async () => {
+  const path = fileURLToPath(new URL('att_f32.npy', DIR));
+  const data = await openAttentionFile(path, { tokens: ['a', 'b', 'c', 'd'] });
+  assert.deepEqual(data.tokens, ['a', 'b', 'c', 'd']);
+  assert.deepEqual(Array.from(data.layer(1)), flat(exp.attentions[1]));
+  data.close();
+  data.close();  // twice is harmless
+  assert.throws(() => data.layer(0), (e) => e instanceof AttnflowError && e.code === 'E_INPUT' && /att_f32\.npy has been closed: open it again/.test(e.message));
+  await assert.rejects(openAttentionFile(join(tmpdir(), 'attnflow-no-such-file.npy')), (e) => e.code === 'E_INPUT' && /no such file/.test(e.message));
+  await assert.rejects(openAttentionFile(''), (e) => e.code === 'E_INPUT' && /file path/.test(e.message));
+  await assert.rejects(openAttentionFile(path, 'x.npy'), (e) => e.code === 'E_OPTION');
+  // The path is the name in messages and the format hint, unless options.name is given.
+  const dir = mkdtempSync(join(tmpdir(), 'attnflow-open-'));
+  try {
+    const bad = join(dir, 'bad.npy');
+    writeFileSync(bad, 'not a tensor');
+    await assert.rejects(openAttentionFile(bad), (e) => e.code === 'E_FORMAT' && e.message.startsWith(`${bad}: `) && /the name says \.npy/.test(e.message));
+    await assert.rejects(openAttentionFile(bad, { name: 'upload' }), (e) => e.code === 'E_FORMAT' && e.message.startsWith('upload: ') && !/the name says/.test(e.message));
+  } finally {
+    rmSync(dir, { recursive: true });
   }
 });
 
@@ -240,13 +263,11 @@ test('a file that shrinks after it was opened is refused when a layer is read', 
   try {
     const path = join(dir, 'a.npy');
     writeFileSync(path, file('att_f32.npy'));
-    const source = openFileSource(path);
-    const d = loadAttentionSource(source, { name: 'a.npy' });
+    const d = await openAttentionFile(path);
     d.layer(0);
     truncateSync(path, 200);
     await rejects(() => d.layer(1), 'E_INPUT', `${path} shrank while it was being read`);
-    source.close();
-    await rejects(() => d.layer(1), 'E_INPUT', `cannot read ${path}`);
+    d.close();
   } finally {
     rmSync(dir, { recursive: true });
   }

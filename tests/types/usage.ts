@@ -4,12 +4,20 @@ import type { Bottleneck, CertificateSinks, Result } from 'attnflow';
 import { AttnflowWorker } from 'attnflow/client';
 import type { WorkerResult } from 'attnflow/client';
 import { ParallelAttention, computeParallel } from 'attnflow/parallel';
+import { openAttentionFile } from 'attnflow/node';
+import type { AttentionFile } from 'attnflow/node';
 
 export async function usage(bytes: Uint8Array): Promise<number> {
   await init();
   const data = await loadAttention(bytes, { name: 'x.npy', batch: 0 });
   const flow: Result = await compute(data, 'flow', { rows: [0], layers: 'last', alpha: 0.5 });
   const fused = await FusedAttention.create(data, { fusion: 'max', heads: [0, 2] });
+  const file: AttentionFile = await openAttentionFile('x.npy', { tokens: ['a', 'b'] });
+  try {
+    (await FusedAttention.create(file)).dispose();
+  } finally {
+    file.close();
+  }
   const rollout = fused.compute('rollout', { layers: 'all', onProgress: (done, total) => done < total });
   const byPosition: boolean = fused.compute('rollout', { receptiveField: true, normalize: false }).options.receptiveField;
   const cut: Bottleneck = fused.bottleneck(fused.numLayers, 0, 1, { alpha: 1 });

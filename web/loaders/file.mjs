@@ -1,5 +1,6 @@
-// A ByteSource over a file on disk (Node only; web/cli.mjs uses it): each read is a positioned
-// read into fresh memory, so a 400 MB tensor is never held whole while its heads are fused.
+// A ByteSource over a file on disk (Node only; web/node.mjs and web/cli.mjs use it): each read is
+// a positioned read into fresh memory, so a 400 MB tensor is never held whole while its heads are
+// fused.
 
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { fail } from '../errors.mjs';
@@ -10,6 +11,7 @@ import { fail } from '../errors.mjs';
  */
 export function openFileSource(path) {
   let fd, size;
+  let closed = false;
   try {
     fd = openSync(path, 'r');
     size = fstatSync(fd).size;
@@ -20,6 +22,7 @@ export function openFileSource(path) {
   return {
     size,
     read(offset, length) {
+      if (closed) fail('E_INPUT', `${path} has been closed: open it again to read its layers`);
       const out = new Uint8Array(Math.max(0, Math.min(length, size - offset)));
       for (let got = 0; got < out.length;) {
         let n;
@@ -33,7 +36,10 @@ export function openFileSource(path) {
       }
       return out;
     },
+    /** Safe to call more than once. */
     close() {
+      if (closed) return;
+      closed = true;
       closeSync(fd);
     },
   };
