@@ -34,10 +34,16 @@ export function clear(node) {
 }
 
 let measureCtx = null;
+let measureFont = '';
 /** Width in px of `text` in the given font size (for laying out SVG text without the DOM). */
 export function textWidth(text, size = 12, weight = 'normal') {
   measureCtx ??= document.createElement('canvas').getContext('2d');
-  measureCtx.font = `${weight} ${size}px ${FONT}`;
+  const font = `${weight} ${size}px ${FONT}`;
+  // Setting the font parses it, even when unchanged: labels of 512 tokens are measured in a row.
+  if (font !== measureFont) {
+    measureCtx.font = font;
+    measureFont = font;
+  }
   return measureCtx.measureText(text).width;
 }
 
