@@ -10,10 +10,9 @@
 //        peers[p] is a channel to worker p of the pool (null at this worker's own index).
 //   {type:'compute', id, method, options: {alpha, discard, layers, rows, normalize, receptiveField},
 //    sinks?: {exchange, part, parts, requestRows, first, last, shared?: {values, arrived}}, claims: boolean,
-//    fromEnd: boolean, progress: boolean}
+//    fromEnd: boolean, progress: boolean, spare?: Float64Array (transferred)}
 //        -> {type:'progress', id, done, total} (flow only, if progress is wanted, throttled) ... then
 //           {type:'result', id, scores: Float64Array (transferred), units: Int32Array | null}
-//   {type:'spare', scores: Float64Array}: a result array handed back for reuse (no reply)
 //   any failure -> {type:'error', id?, code, message}   (code null for a non-AttnflowError)
 // With `sinks`, workers 0..parts-1 each get a part of the same request: each computes the flow
 // certificate's sink values for sinks first..last-1 (FusedAttention.certificateSinks) and sends
@@ -160,10 +159,9 @@ async function handle(message) {
           warnings: data.warnings ?? [],
         },
       });
-    } else if (message.type === 'spare') {
-      if (message.scores.length <= SPARE_MAX_VALUES) spare = message.scores;
     } else if (message.type === 'compute') {
       const { id, method, options, sinks, claims, fromEnd, progress } = message;
+      if (message.spare) spare = message.spare;
       if (!fused) throw new Error('parallel worker: compute before load');
       const numUnits = options.layers.length * options.rows.length;  // resolved lists
       const count = numUnits * fused.numTokens;

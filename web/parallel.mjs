@@ -45,6 +45,7 @@ import { Result } from './result.mjs';
 
 const IS_NODE = typeof process === 'object' && typeof process.versions?.node === 'string';
 const WORKER_URL = new URL('./parallel-worker.mjs', import.meta.url);
+const SPARE_MAX_VALUES = 1 << 19;  // as in parallel-worker.mjs
 
 function cancelled() {
   return new AttnflowError('E_CANCELLED', 'the computation was cancelled');
@@ -187,7 +188,9 @@ function joinClaimed(parts, n, numUnits) {
       const from = unit * n;
       scores.set(part.subarray(from, from + n), fromEnd ? (numUnits - 1 - unit) * n : from);
     }
-    slot.post({ type: 'spare', scores: part }, [part.buffer]);
+    // Sent back with this worker's next task (no message, no wake-up now), unless it is larger
+    // than a worker keeps between calls (parallel-worker.mjs, SPARE_MAX_VALUES).
+    slot.spare = part.length <= SPARE_MAX_VALUES ? part : null;
   }
   return scores;
 }
@@ -378,8 +381,9 @@ export class ParallelAttention {
           for (let t = 0; t < tasks.length; t++) done += shareDone[t];
           if (onProgress(Math.min(total - 1, Math.floor(done)), total) === false) finish(cancelled());
         };
-        const layerIndex = new Map(layers.map((layer, k) => [layer, k]));
-        const rowIndex = new Map(rows.map((row, k) => [row, k]));
+        // Where a dealt share's rows go in the result (claimed units carry their own index).
+        const layerIndex = claims ? null : new Map(layers.map((layer, k) => [layer, k]));
+        const rowIndex = claims ? null : new Map(rows.map((row, k) => [row, k]));
         const dispatch = (slot) => {
           if (next >= tasks.length) return;
           const t = next++;
@@ -421,11 +425,13 @@ export class ParallelAttention {
             }
             : undefined;
           const reversed = (list) => (task.fromEnd ? [...list].reverse() : list);
+          const { spare } = slot;
+          slot.spare = null;
           slot.post({
             type: 'compute', id, method,
             options: { alpha, discard, layers: reversed(task.layers), rows: reversed(task.rows), normalize, receptiveField },
-            sinks, claims, fromEnd: Boolean(task.fromEnd), progress: Boolean(onProgress),
-          });
+            sinks, claims, fromEnd: Boolean(task.fromEnd), progress: Boolean(onProgress), spare,
+          }, spare ? [spare.buffer] : []);
         };
         // With sinks shared, task t goes to worker t (its peers expect it there); tasks.length
         // is at most the number of workers then.
