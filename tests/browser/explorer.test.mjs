@@ -93,6 +93,21 @@ test('page loads with the first example computed, equal to the package in Node',
   // The other views are drawn, and the meta of the agreement example is shown.
   assert.equal(await page.locator('#heatmaps svg.heatmap').count(), 3);
   assert.equal(await page.locator('#graph svg .g-input').count(), data.tokens.length);
+  // Inner nodes are dotted runs, one dot per column ("0 gap" dashes): a white dot for every node
+  // of layers 1..L but the source, each above an input node.
+  const dots = await page.$$eval('#graph svg path[stroke-dasharray][stroke="#ffffff"]', (paths) => {
+    const inputs = [...document.querySelectorAll('#graph svg .g-input')].map((c) => Number(c.getAttribute('cx')));
+    const found = [];
+    for (const path of paths) {
+      const gap = Number(path.getAttribute('stroke-dasharray').split(' ')[1]);
+      for (const [, x1, x2] of path.getAttribute('d').matchAll(/M([\d.]+) [\d.]+H([\d.]+)/g)) {
+        for (let x = Number(x1); x <= Number(x2) + 1e-9; x += gap) found.push(inputs.some((cx) => Math.abs(cx - x) < 0.05));
+      }
+    }
+    return found;
+  });
+  assert.equal(dots.length, L * data.tokens.length - 1);
+  assert.ok(dots.every(Boolean), 'every inner dot sits above an input node');
   assert.ok(['sink', 'source', 'inner'].includes(await page.getAttribute('#bottleneck', 'data-kind')));
   assert.equal(await page.locator('[data-testid="meta-score"]').count(), 2 * data.tokens.length);
   await page.screenshot({ path: `${OUT}explorer-1280x800.png` });
