@@ -32,10 +32,9 @@
 // Cancel is the main thread terminating this worker: a flow is one synchronous WebAssembly call,
 // so no message can reach the worker while it runs.
 import { FusedAttention, loadAttention } from './index.mjs';
+import { SPARE_MAX_VALUES } from './parallel.mjs';
 
 const PROGRESS_MS = 25;
-// Largest result kept as a spare (see `spare`): bounds the memory an idle worker holds.
-const SPARE_MAX_VALUES = 1 << 19;  // 4 MB
 
 let fused = null;
 let peers = [];

@@ -45,7 +45,12 @@ import { Result } from './result.mjs';
 
 const IS_NODE = typeof process === 'object' && typeof process.versions?.node === 'string';
 const WORKER_URL = new URL('./parallel-worker.mjs', import.meta.url);
-const SPARE_MAX_VALUES = 1 << 19;  // as in parallel-worker.mjs
+/**
+ * Largest result array kept for reuse between calls (by a worker, and by the main thread for the
+ * worker it goes back to): bounds the memory an idle pool holds. 4 MB. Internal: exported for
+ * parallel-worker.mjs only (not in parallel.d.ts).
+ */
+export const SPARE_MAX_VALUES = 1 << 19;
 
 function cancelled() {
   return new AttnflowError('E_CANCELLED', 'the computation was cancelled');
@@ -189,7 +194,7 @@ function joinClaimed(parts, n, numUnits) {
       scores.set(part.subarray(from, from + n), fromEnd ? (numUnits - 1 - unit) * n : from);
     }
     // Sent back with this worker's next task (no message, no wake-up now), unless it is larger
-    // than a worker keeps between calls (parallel-worker.mjs, SPARE_MAX_VALUES).
+    // than a worker keeps between calls.
     slot.spare = part.length <= SPARE_MAX_VALUES ? part : null;
   }
   return scores;
