@@ -15,7 +15,7 @@ import { fail } from './errors.mjs';
 const USAGE = `usage: attnflow <raw|rollout|flow> FILE|- [options]
 
 Reads attention weights (JSON [L][H][n][n] with tokens, Hugging Face [L][B][H][n][n], pre-fused
-[L][n][n], .json.gz, .npy, .npz, safetensors) and prints scores as JSON:
+[L][n][n], .json.gz, .npy, .npz, safetensors, PyTorch .pt) and prints scores as JSON:
 {"method", "tokens", "layers" (1-based), "rows" (0-based), "options", "scores" [layers][rows][n]}
 
 options:

@@ -32,7 +32,7 @@ export interface AttentionData {
   readonly numTokens: number;
   /** True for pre-fused input (head options then do not apply). */
   readonly fused: boolean;
-  /** The format that was read: 'json', 'hf-json', 'fused-json', 'npy', 'npz', 'safetensors'. */
+  /** The format that was read: 'json', 'hf-json', 'fused-json', 'npy', 'npz', 'safetensors', 'pytorch'. */
   readonly format: string;
   /** The file's optional "meta" object, as read. */
   readonly meta?: Record<string, unknown>;

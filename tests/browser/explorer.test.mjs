@@ -329,6 +329,21 @@ test('a bad file shows an error; the previous view stays usable', { timeout: 60_
   await context.close();
 });
 
+test('a PyTorch .pt file (torch.save) opens, equal to the package; one holding a Python object is refused', { timeout: 60_000 }, async () => {
+  const { page, context, errors } = await openPage();
+  const fixture = (name) => readFileSync(new URL(`../fixtures/formats/${name}`, import.meta.url));
+  const bytes = fixture('att_dict_f16.pt');
+  await page.setInputFiles('[data-testid="attention-file"]', { name: 'attn.pt', mimeType: 'application/octet-stream', buffer: bytes });
+  const { tokens, numLayers: L, numTokens: n } = await loadAttention(bytes, { name: 'attn.pt' });
+  await waitDone(page, { file: 'attn.pt', layer: L, target: 0, count: 3 * n });
+  assertCellsEqual(await readCells(page), await expected(bytes, 'attn.pt', { layer: L, target: 0 }), { layer: L, target: 0, tokens });
+  await page.setInputFiles('[data-testid="attention-file"]', { name: 'outputs.pt', mimeType: 'application/octet-stream', buffer: fixture('model_output.pt') });
+  await page.waitForSelector('[data-testid="results"][data-state="error"]');
+  assert.match(await page.textContent('[data-testid="error"]'), /outputs\.pt holds a Python object of type __main__\.ModelOutput/);
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
 test('untrusted tokens render as inert text', { timeout: 60_000 }, async () => {
   const { page, context, errors } = await openPage();
   const evil = ['<img src=x onerror=window.__xss=1>', '<script>window.__xss=2</script>', '"><svg onload=window.__xss=3>', '&amp;', 'ok'];

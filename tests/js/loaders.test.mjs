@@ -1,13 +1,14 @@
 // File-format readers: every format gives the same numbers as expected.json (all fixture values
 // are multiples of 2^-8, exact in float16/bfloat16/float32/float64/JSON), and every bad input gets
-// its error code and a message that says where. Fixtures: tests/fixtures/formats/make_formats.py.
+// its error code and a message that says where. Fixtures: tests/fixtures/formats/make_formats.py
+// and (PyTorch files) make_torch.py.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, readdirSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { gzipSync, zipSync } from 'fflate';
+import { gzipSync, unzipSync, zipSync } from 'fflate';
 import { AttnflowError, compute, loadAttention } from 'attnflow';
 import { openAttentionFile } from 'attnflow/node';
 import { loadAttentionSync, loadAttentionSource, detectFormat, MAX_WASM_BYTES } from '../../web/loaders/index.mjs';
@@ -79,6 +80,11 @@ const FORMAT_CASES = [
   ['att_f32.safetensors', { format: 'safetensors' }],
   ['att_f64.safetensors', { format: 'safetensors' }],
   ['hf_f32.safetensors', { format: 'safetensors' }],
+  ['hf_tuple.pt', { format: 'pytorch', tokens: DEFAULT_TOKENS }],
+  ['att_views.pt', { format: 'pytorch', tokens: DEFAULT_TOKENS }],
+  ['att_dict_f16.pt', { format: 'pytorch' }],
+  ['att_list_bf16.pt', { format: 'pytorch', tokens: DEFAULT_TOKENS }],
+  ['fused_f64.pt', { format: 'pytorch', tokens: DEFAULT_TOKENS, nested: exp.fused, fused: true }],
 ];
 
 test('every format yields the same numbers and tokens', async () => {
@@ -91,9 +97,10 @@ test('every format yields the same numbers and tokens', async () => {
 });
 
 test('the batch option selects the item of a [L][B][H][n][n] input', async () => {
-  for (const name of ['hf.json', 'hf_f32.npy', 'hf_f32.safetensors']) {
-    const tokens = name === 'hf_f32.npy' ? DEFAULT_TOKENS : exp.tokens;
-    const format = name.endsWith('.json') ? 'hf-json' : name.endsWith('.npy') ? 'npy' : 'safetensors';
+  const formats = { json: 'hf-json', npy: 'npy', safetensors: 'safetensors', pt: 'pytorch' };
+  for (const name of ['hf.json', 'hf_f32.npy', 'hf_f32.safetensors', 'hf_tuple.pt']) {
+    const tokens = /\.(npy|pt)$/.test(name) ? DEFAULT_TOKENS : exp.tokens;
+    const format = formats[name.split('.').pop()];
     checkSame(await load(file(name), { batch: 1 }), { format, tokens, nested: hfBatch(1) });
     await rejects(() => load(file(name), { batch: 2 }), 'E_OPTION', 'batch 2', 'B = 2');
   }
@@ -275,7 +282,7 @@ test('a file that shrinks after it was opened is refused when a layer is read', 
 
 test('through the engine, every format gives the same rollout and flow', async () => {
   const names = ['canonical.json', 'canonical.json.gz', 'hf.json', 'att_f16.npy', 'att_f32_be.npy', 'att.npz',
-    'att_compressed.npz', 'att_bf16.safetensors', 'att_f64.safetensors'];
+    'att_compressed.npz', 'att_bf16.safetensors', 'att_f64.safetensors', 'hf_tuple.pt', 'att_list_bf16.pt'];
   const want = {};
   for (const method of ['rollout', 'flow']) {
     want[method] = (await compute(await load(file('canonical.json')), method, { layers: 'all' })).scores;
@@ -521,6 +528,44 @@ test('npz: tokens dtypes, candidates, pickled tokens', async () => {
   await rejects(() => load(pick), 'E_INPUT', 'pickled');
 });
 
+test('PyTorch files: only data is read; other objects, dtypes and layouts get a clear error', async () => {
+  await rejects(() => load(file('att_transposed.pt'), { name: 'a.pt' }), 'E_INPUT', 'a.pt', 'not contiguous', 'contiguous()');
+  await rejects(() => load(file('att_int64.pt')), 'E_INPUT', 'int64', 'float16, bfloat16, float32 or float64');
+  await rejects(() => load(file('model_output.pt')), 'E_INPUT', '__main__.ModelOutput', 'never runs code');
+  await rejects(() => load(file('att_legacy.pt'), { name: 'old.pt' }), 'E_FORMAT', 'old.pt: a Python pickle', 'zip');
+  const torchZip = (pickle, more = {}) => zipSync({ 'archive/data.pkl': Uint8Array.from(pickle, (c) => c.charCodeAt(0)), ...more }, { level: 0 });
+  // A pickle that would run os.system("ls") under pickle.load/torch.load: refused at the name.
+  const evil = torchZip('\x80\x02cos\nsystem\nq\x00X\x02\x00\x00\x00lsq\x01\x85q\x02Rq\x03.');
+  await rejects(() => load(evil), 'E_INPUT', 'os.system', 'never runs code');
+  const transformers = torchZip('\x80\x02ctransformers.modeling_outputs\nBaseModelOutput\nq\x00.');
+  await rejects(() => load(transformers), 'E_INPUT', 'BaseModelOutput', 'save outputs.attentions');
+  await rejects(() => load(torchZip('\x80\x02}q\x00X\x01\x00\x00\x00aK\x01s.')), 'E_INPUT', 'a dict with keys "a"', '"attentions"');
+  await rejects(() => load(torchZip('\x80\x02K\x07.')), 'E_INPUT', 'holds a number', 'torch.save(outputs.attentions, f)');
+  await rejects(() => load(torchZip('\x80\x02]q\x00(K\x01')), 'E_FORMAT', 'ends early');
+  await rejects(() => load(torchZip('\x80\x02\xff.')), 'E_FORMAT', 'opcode 0xff');
+  // Layers of different shapes; a storage entry missing; a storage shorter than it says.
+  const [a, b] = ['att_list_bf16.pt', 'fused_f64.pt'].map((name) => unzipSync(file(name)));
+  const pkl = (files) => Object.entries(files).find(([k]) => k.endsWith('/data.pkl'));
+  const [aName, aPickle] = pkl(a);
+  const prefix = aName.slice(0, -'data.pkl'.length);
+  const missing = Object.fromEntries(Object.entries(a).filter(([k]) => k !== `${prefix}data/1`));
+  await rejects(() => load(zipSync(missing, { level: 0 })), 'E_FORMAT', 'layer 2', 'missing');
+  const short = { ...a, [`${prefix}data/0`]: a[`${prefix}data/0`].subarray(0, 10) };
+  await rejects(() => load(zipSync(short, { level: 0 })), 'E_FORMAT', 'layer 1 is truncated');
+  assert.ok(aPickle.length > 0 && pkl(b));
+  const mixed = torchZip('\x80\x02(' + tensorPickle('0', 'FloatStorage', 16, [4, 4]) + tensorPickle('1', 'FloatStorage', 9, [3, 3]) + 't.');
+  await rejects(() => load(mixed), 'E_INPUT', 'layer 2 is a float32 tensor of shape (3, 3)', 'same shape');
+});
+
+/** Pickle text (protocol 2 opcodes) of one contiguous tensor of `shape` on storage `key`. */
+function tensorPickle(key, storage, numel, shape) {
+  const int1 = (v) => `K${String.fromCharCode(v)}`;
+  const str = (t) => `X${String.fromCharCode(t.length)}\x00\x00\x00${t}`;
+  const strides = shape.map((_, d) => shape.slice(d + 1).reduce((x, y) => x * y, 1));
+  return `ctorch._utils\n_rebuild_tensor_v2\n((${str('storage')}ctorch\n${storage}\n${str(key)}${str('cpu')}${int1(numel)}tQ` +
+    `${int1(0)}(${shape.map(int1).join('')}t(${strides.map(int1).join('')}t\x89ccollections\nOrderedDict\n)RtR`;
+}
+
 test('safetensors header problems', async () => {
   const st = (header, data = new Uint8Array(0)) => {
     const h = new TextEncoder().encode(JSON.stringify(header));
@@ -548,10 +593,12 @@ test('safetensors header problems', async () => {
 });
 
 test('detectFormat by content, not by name', () => {
-  const want = { json: 'json', gz: 'gzip', npy: 'npy', npz: 'npz', safetensors: 'safetensors' };
+  // torch.save writes a zip (read as .npz is, then told apart by its data.pkl), or with
+  // _use_new_zipfile_serialization=False a bare pickle.
+  const want = { json: 'json', gz: 'gzip', npy: 'npy', npz: 'npz', safetensors: 'safetensors', pt: 'npz' };
   for (const name of readdirSync(DIR).filter((n) => !n.endsWith('.py'))) {
     const ext = name.split('.').pop();
-    assert.equal(detectFormat(file(name)), want[ext], name);
+    assert.equal(detectFormat(file(name)), name === 'att_legacy.pt' ? 'pickle' : want[ext], name);
   }
 });
 

@@ -7,13 +7,16 @@ import { fail } from '../errors.mjs';
 import { parseJsonText, fromJsonValue } from './json.mjs';
 import { isNpy, loadNpy } from './npy.mjs';
 import { loadNpz } from './npz.mjs';
+import { isTorchZip, loadTorch } from './torch.mjs';
+import { listZip } from './zip.mjs';
 import { isSafetensors, loadSafetensors } from './safetensors.mjs';
 import { blobSource, bytesSource, canReadBlobsInPlace, inflatingSource } from './source.mjs';
 
 export { MAX_WASM_BYTES, ROW_SUM_TOLERANCE } from './data.mjs';
 
 /**
- * The container format of some bytes: 'gzip' | 'npz' | 'npy' | 'safetensors' | 'json' | null.
+ * The container format of some bytes: 'gzip' | 'npz' (any zip: .npz or torch.save) | 'npy' |
+ * 'safetensors' | 'json' | 'pickle' | null.
  * @param {Uint8Array} b
  */
 export function detectFormat(b) {
@@ -21,6 +24,7 @@ export function detectFormat(b) {
   if (b.length >= 4 && b[0] === 0x50 && b[1] === 0x4b && (b[2] === 3 || b[2] === 5) && (b[3] === 4 || b[3] === 6)) return 'npz';
   if (isNpy(b)) return 'npy';
   if (isSafetensors(b)) return 'safetensors';
+  if (b.length >= 2 && b[0] === 0x80 && b[1] >= 2 && b[1] <= 5) return 'pickle';  // PROTO opcode
   let k = 0;
   if (b[0] === 0xef && b[1] === 0xbb && b[2] === 0xbf) k = 3; // UTF-8 BOM
   else if ((b[0] === 0xff && b[1] === 0xfe) || (b[0] === 0xfe && b[1] === 0xff)) return 'json'; // UTF-16 BOM
@@ -105,7 +109,14 @@ function loadSource(source, opts, gzDepth) {
   }
   switch (format) {
     case 'gzip': return loadGzip(source, opts, gzDepth);
-    case 'npz': return loadNpz(source, opts, name);
+    case 'npz': {
+      const entries = listZip(source, name || 'the .npz file');
+      return isTorchZip(entries) ? loadTorch(source, entries, opts, name) : loadNpz(source, entries, opts, name);
+    }
+    case 'pickle':
+      return fail('E_FORMAT', `${name ? `${name}: ` : ''}a Python pickle (pickle.dump, or torch.save with ` +
+        '_use_new_zipfile_serialization=False), which attnflow does not read: save it with torch.save in its ' +
+        'default (zip) format, or as .npy, .npz or safetensors');
     case 'npy': return loadNpy(source, opts, name);
     case 'safetensors': return loadSafetensors(source, opts, name);
     case 'json': return fromJsonValue(parseJsonText(decodeText(b, name), name), opts);

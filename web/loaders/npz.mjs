@@ -2,16 +2,17 @@
 // tokens: "tokens" as a numpy string array ('<U' or '|S'), or a "tokens.json" entry.
 
 import { fail } from '../errors.mjs';
-import { listZip, readEntry, entrySource } from './zip.mjs';
+import { readEntry, entrySource } from './zip.mjs';
 import { readNpyHeader, checkFloatNpy, checkNpyBytes, npyStrings } from './npy.mjs';
 import { dtypeFromNumpy } from './dtype.mjs';
 import { fromTensor } from './tensor.mjs';
 
 const base = (name) => name.replace(/\.npy$/, '');
 
-export function loadNpz(source, options, name) {
+/** @param {import('./zip.mjs').ZipEntry[]} allEntries the archive's entries (listZip) */
+export function loadNpz(source, allEntries, options, name) {
   const what = name || 'the .npz file';
-  const entries = listZip(source, what).filter((e) => !e.name.endsWith('/'));
+  const entries = allEntries.filter((e) => !e.name.endsWith('/'));
   if (entries.length === 0) fail('E_INPUT', `${what} holds no arrays`);
   let att = entries.find((e) => e.name === 'attentions.npy');
   if (!att) {
