@@ -15,8 +15,11 @@ the same shape as the attnflow CLI (which also prints "options").
 
 Input: JSON (optionally gzip-compressed) {"tokens": [n], "attentions": [L][H][n][n]}, pre-fused
 [L][n][n], or the Hugging Face layout [L][B][H][n][n]; "attentions" may also be the whole file.
-.npy / .npz (array "attentions", optional "tokens") are read with numpy. A golden file of
-tests/fixtures/golden/ is read through its "input" member.
+.npy, .npy.gz and .npz (array "attentions", optional "tokens") are read with numpy; safetensors
+(tensor "attentions" or the only 3-5-dimensional one, tokens as JSON in __metadata__.tokens) with
+json and numpy; PyTorch .pt (a tensor, a tuple/list of per-layer tensors, or a dict with
+"attentions" and optional "tokens") with torch.load(weights_only=True), if PyTorch is installed.
+A golden file of tests/fixtures/golden/ is read through its "input" member.
 
 Definitions (SEMANTICS.md), with rownorm(M) dividing each row by its sum and leaving a row that
 sums to 0 at 0:
@@ -37,7 +40,9 @@ Requires numpy and networkx (Debian: python3-numpy python3-networkx; run with /u
 
 import argparse
 import gzip
+import io
 import json
+import pickle
 import sys
 
 import numpy as np
@@ -53,31 +58,87 @@ class ReferenceError_(Exception):
 # Input
 
 
+SAFETENSORS_DTYPES = {"F16": np.float16, "F32": np.float32, "F64": np.float64}
+
+
+def load_safetensors(data):
+    """(tokens, array) of a safetensors file, read with json and numpy (no safetensors package)."""
+    header_len = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8:8 + header_len].decode("utf-8"))
+    meta = header.pop("__metadata__", None) or {}
+    key = "attentions" if "attentions" in header else None
+    if key is None:
+        candidates = [k for k, t in header.items() if 3 <= len(t["shape"]) <= 5]
+        if len(candidates) != 1:
+            raise ReferenceError_(f"{len(candidates)} candidate attention tensors in {sorted(header)}")
+        key = candidates[0]
+    info = header[key]
+    begin, end = info["data_offsets"]
+    raw = data[8 + header_len + begin:8 + header_len + end]
+    if info["dtype"] == "BF16":  # bfloat16 is the upper half of a float32
+        arr = (np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16).view(np.float32)
+    elif info["dtype"] in SAFETENSORS_DTYPES:
+        arr = np.frombuffer(raw, dtype=np.dtype(SAFETENSORS_DTYPES[info["dtype"]]).newbyteorder("<"))
+    else:
+        raise ReferenceError_(f"tensor {key!r} has dtype {info['dtype']}")
+    tokens = json.loads(meta["tokens"]) if "tokens" in meta else None
+    return tokens, arr.reshape(info["shape"])
+
+
+def load_torch(path):
+    """(tokens, array) of a torch.save file, read by PyTorch itself (weights_only: no code runs)."""
+    try:
+        import torch
+    except ImportError as error:
+        raise ReferenceError_("reading .pt files needs PyTorch (Debian: python3-torch)") from error
+    try:
+        obj = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as error:  # an object other than tensors, lists, dicts
+        raise ReferenceError_(f"torch.load(weights_only=True) refused the file: {error}") from error
+    tokens = None
+    if isinstance(obj, dict):
+        tokens = obj.get("tokens")
+        obj = obj["attentions"]
+    if isinstance(obj, (list, tuple)):
+        obj = torch.stack(list(obj))
+    return tokens, obj.to(torch.float64).numpy()
+
+
 def load_attention(path, batch=0):
     """Returns (tokens, W, fused): W is float64 [L][H][n][n], or [L][n][n] when fused."""
-    if path.endswith(".npy") or path.endswith(".npz"):
-        loaded = np.load(path, allow_pickle=False)
-        tokens = None
+    with open(path, "rb") as handle:
+        head = handle.read(16)
+    tokens = None
+    if path.endswith(".pt") or path.endswith(".pth"):
+        tokens, arr = load_torch(path)
+    elif path.endswith(".npy") or path.endswith(".npz") or path.endswith(".npy.gz"):
+        if path.endswith(".gz"):
+            with gzip.open(path, "rb") as handle:
+                loaded = np.load(io.BytesIO(handle.read()), allow_pickle=False)
+        else:
+            loaded = np.load(path, allow_pickle=False)
         if path.endswith(".npz"):
             arr = loaded["attentions"]
             if "tokens" in loaded.files:
                 tokens = [str(t) for t in loaded["tokens"]]
         else:
             arr = loaded
-        arr = np.asarray(arr, dtype=np.float64)
+    elif path.endswith(".safetensors") or (head[8:9] == b"{" and int.from_bytes(head[4:8], "little") == 0):
+        with open(path, "rb") as handle:
+            tokens, arr = load_safetensors(handle.read())
     else:
         with open(path, "rb") as handle:
             data = handle.read()
         if data[:2] == b"\x1f\x8b":
             data = gzip.decompress(data)
         doc = json.loads(data.decode("utf-8"))
-        tokens = None
         if isinstance(doc, dict) and "attentions" not in doc and isinstance(doc.get("input"), dict):
             doc = doc["input"]  # a golden file of tests/fixtures/golden/
         if isinstance(doc, dict):
             tokens = doc.get("tokens")
             doc = doc["attentions"]
-        arr = np.asarray(doc, dtype=np.float64)
+        arr = doc
+    arr = np.asarray(arr, dtype=np.float64)
     if arr.ndim == 5:  # Hugging Face [L][B][H][n][n]
         if not 0 <= batch < arr.shape[1]:
             raise ReferenceError_(f"batch {batch} out of range (the file has {arr.shape[1]})")
