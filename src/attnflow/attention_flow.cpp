@@ -28,6 +28,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 
@@ -194,6 +195,14 @@ struct SavedFlowState {
   std::vector<int> touched;
 };
 
+// An arc of a LayeredFlow's graph: S -> (0, k) when t = -1; (t, i) -> (t+1, k) when
+// 0 <= t < depth - 1; the leaf arc (t, i) -> T when t = depth - 1.
+struct SolverArc {
+  int t;
+  int i;
+  int k;
+};
+
 // The solver's interface; LayeredFlowT below is the solver, for a number of bitset words per
 // layer fixed at compile time or not (see makeLayeredFlow()).
 class LayeredFlow {
@@ -207,6 +216,7 @@ class LayeredFlow {
   virtual bool reachesEveryLeaf() const = 0;
   virtual double upperBound(const double* c) = 0;
   virtual double solve(const double* c, double bound) = 0;
+  virtual bool minimumCutNearestSink(const double* c, std::vector<SolverArc>& cut) = 0;
   /// bytesFor() and what the solver has cached since it was built (facts about sinks).
   virtual std::size_t memoryBytes() const = 0;
 
@@ -439,6 +449,78 @@ class LayeredFlowT final : public LayeredFlow {
       value += blockingFlow(bound - value);
       if (value >= bound - kMetTol) return bound;
     }
+  }
+
+  /// After setSource(): a maximum flow from zero flow with leaf capacities c, to the end (no
+  /// bound stops it, as none could tell which of several minimum cuts to report), then the
+  /// arcs of the minimum cut nearest T appended to `cut`: the arcs of positive capacity into
+  /// the sink side (the nodes that can still reach T in the residual graph, by the same kEps
+  /// rule the solve used) from outside it. Returns false, leaving `cut` alone, if S itself can
+  /// still reach T, i.e. the flow fell short of a maximum by more than the rounding the rule
+  /// allows; flowBottleneck() then asks the general solver.
+  /// Why here: the general solver's graph takes ~0.3 GB at L=24, n=512; this one is built.
+  __attribute__((noinline)) bool minimumCutNearestSink(const double* c,
+                                                       std::vector<SolverArc>& cut) override {
+    c_ = c;
+    facts_ = &leafFacts(c);
+    const double beyond = coreachBound() + 1.0;  // above every flow (sets the live nodes too)
+    takeLeafExcess();
+    downwardLevels();
+    cancelExcess();
+    pushFromSource(beyond);
+    while (buildLevels()) blockingFlow(beyond);
+
+    std::vector<std::uint64_t> side(uz(layerWords_), 0);
+    const auto sideLayer = [&](int t) { return side.data() + uz(t) * uz(words()); };
+    const auto meets = [&](const std::uint64_t* a, const std::uint64_t* b) {
+      for (int w = 0; w < words(); ++w) {
+        if (a[w] & b[w]) return true;
+      }
+      return false;
+    };
+    for (int k = 0; k < n_; ++k) {
+      if (c[k] - ft_[uz(k)] > kEps) set(sideLayer(depth_ - 1), k);
+    }
+    // Residual arcs run down (arcs with room) and up (arcs carrying flow, turned around), so
+    // sweep up and down until nothing joins.
+    for (bool grew = true; grew;) {
+      grew = false;
+      for (int t = depth_ - 2; t >= 0; --t) {
+        for (int i = 0; i < n_; ++i) {
+          if (!test(sideLayer(t), i) && meets(residualRow(t, i), sideLayer(t + 1))) {
+            set(sideLayer(t), i);
+            grew = true;
+          }
+        }
+      }
+      for (int t = 0; t + 1 < depth_; ++t) {
+        for (int k = 0; k < n_; ++k) {
+          if (!test(sideLayer(t + 1), k) && meets(upRow(t, k), sideLayer(t))) {
+            set(sideLayer(t + 1), k);
+            grew = true;
+          }
+        }
+      }
+    }
+    for (int k = 0; k < n_; ++k) {
+      if (test(sideLayer(0), k) && s_[k] - fs_[uz(k)] > kEps) return false;
+    }
+    for (int k = 0; k < n_; ++k) {
+      if (s_[k] > 0.0 && test(sideLayer(0), k)) cut.push_back(SolverArc{-1, 0, k});
+    }
+    for (int t = 0; t + 1 < depth_; ++t) {
+      for (int i = 0; i < n_; ++i) {
+        if (test(sideLayer(t), i)) continue;
+        const double* row = mats_[uz(t)] + uz(i) * uz(n_);
+        forEachBit(sideLayer(t + 1), [&](int k) {
+          if (row[k] > 0.0) cut.push_back(SolverArc{t, i, k});
+        });
+      }
+    }
+    for (int i = 0; i < n_; ++i) {
+      if (c[i] > 0.0 && !test(sideLayer(depth_ - 1), i)) cut.push_back(SolverArc{depth_ - 1, i, 0});
+    }
+    return true;
   }
 
  private:
@@ -2016,6 +2098,64 @@ Matrix attentionFlowReference(const LayerStack& A, int layer, const std::vector<
   return out;
 }
 
+namespace {
+
+// The minimum cut nearest the sink from the fast solver's own graph (from layer 3 on): the same
+// cut as the general Dinic's, with no graph built (at L=24, n=512 the general Dinic's takes
+// ~0.3 GB; the kept solver is already there). Appends it to result.cut and returns true when
+// its capacity is result.value to within what each saturated arc may hold (kEps) plus the
+// solver's tolerance; false, with result.cut untouched, otherwise.
+bool fastSolverCut(const LayerStack& A, int layer, int row, int token, FlowSolverCache* cache,
+                   FlowBottleneck& result) {
+  const int n = static_cast<int>(A[0].rows());
+  std::unique_ptr<LayeredFlow> own;
+  LayeredFlow* solver = nullptr;
+  std::vector<double> column;
+  const double* c = nullptr;  // the leaf capacities: column `token` of A[1]
+  if (cache != nullptr) {
+    // The solver caches facts about leaf capacities by address: the cache's own copy is stable.
+    solver = &cache->state().solverFor(A, layer);
+    c = cache->state().firstTransposed(A).row(token).data();
+  } else {
+    own = makeLayeredFlow(n, innerMatrices(A, layer));
+    solver = own.get();
+    column.resize(static_cast<std::size_t>(n));
+    for (int k = 0; k < n; ++k) column[static_cast<std::size_t>(k)] = A[0](k, token);
+    c = column.data();
+  }
+  const Matrix& top = A[static_cast<std::size_t>(layer - 1)];
+  solver->setSource(top.row(row).data());
+  std::vector<SolverArc> arcs;
+  if (!solver->minimumCutNearestSink(c, arcs)) return false;
+  // Solver layer t holds the nodes of layer (layer - 1 - t); its arcs below it are A[layer-1-t].
+  const int depth = layer - 1;
+  std::vector<LayerEdge> cut;
+  double capacity = 0.0;
+  for (const SolverArc& a : arcs) {
+    LayerEdge e{};
+    if (a.t < 0) {
+      e = LayerEdge{layer, row, a.k, top(row, a.k)};
+    } else if (a.t == depth - 1) {
+      e = LayerEdge{1, a.i, token, A[0](a.i, token)};
+    } else {
+      const int l = layer - 1 - a.t;
+      e = LayerEdge{l, a.i, a.k, A[static_cast<std::size_t>(l - 1)](a.i, a.k)};
+    }
+    capacity += e.capacity;
+    cut.push_back(e);
+  }
+  if (std::abs(capacity - result.value) > kMetTol + static_cast<double>(cut.size() + n) * kEps) {
+    return false;
+  }
+  std::sort(cut.begin(), cut.end(), [](const LayerEdge& x, const LayerEdge& y) {
+    return std::tie(x.layer, x.from, x.to) < std::tie(y.layer, y.from, y.to);
+  });
+  result.cut = std::move(cut);
+  return true;
+}
+
+}  // namespace
+
 FlowBottleneck flowBottleneck(const LayerStack& A, int layer, int row, int token,
                               FlowSolverCache* cache) {
   const int n = checkStack(A);
@@ -2036,14 +2176,16 @@ FlowBottleneck flowBottleneck(const LayerStack& A, int layer, int row, int token
   double inCapacity = 0.0;
   for (int m = 0; m < n; ++m) inCapacity += first(m, token);
   // The token's in-edges meet the maximum (to the fast solver's tolerance): they are then the
-  // minimum cut nearest the sink, and no graph needs to be built (at L=24, n=512 the general
-  // Dinic below takes ~1.6 s and ~0.5 GB).
+  // minimum cut nearest the sink, and no flow needs to be solved again.
   if (inCapacity - result.value <= certificateTolerance(n)) {
     for (int m = 0; m < n; ++m) {
       if (first(m, token) > 0.0) result.cut.push_back(LayerEdge{1, m, token, first(m, token)});
     }
     return result;
   }
+  if (layer >= 3 && fastSolverCut(A, layer, row, token, cache, result)) return result;
+  // Layers 1 and 2 (small graphs, and no fast solver), or a cut the fast solver's residual
+  // graph could not give: the general Dinic on the full graph.
   FullGraph full(A, layer, n);
   full.graph.flow(layer * n + row, token);
   // The sink side T: nodes that can still reach the sink in the solver's residual graph. The

@@ -12,6 +12,7 @@
 #include "../../bench/native/synthetic.hpp"
 #include "attnflow/attention_flow.hpp"
 #include "attnflow/errors.hpp"
+#include "attnflow/maxflow.hpp"
 #include "attnflow/rollout.hpp"
 
 using attnflow::LayerStack;
@@ -388,6 +389,58 @@ TEST_CASE("attention flow: the bottleneck is the minimum cut nearest the sink") 
     sinkCases += checkBottleneck(A, 1 + (it / 4) % layers, (it / 2) % n, (it / 3) % n, &cache);
   }
   CHECK(sinkCases >= 20);
+}
+
+TEST_CASE("attention flow: the bottleneck from the fast solver is the general Dinic's cut") {
+  // From layer 3 on, flowBottleneck() reads the cut from the fast solver's residual graph. The
+  // minimum cut nearest the sink is unique, so it must be edge for edge the one a general Dinic
+  // on the full graph gives (its sink side: the nodes that can still reach the token).
+  std::mt19937 gen(2026);
+  int inner = 0;
+  for (int it = 0; it < releaseOrDebug(3000, 400); ++it) {
+    const int n = 2 + it % 11;
+    const int layers = 3 + it % 5;
+    const LayerStack A = randomStack(gen, layers, n, static_cast<Kind>(it % kNumKinds));
+    const int layer = 3 + (it / 5) % (layers - 2);
+    const int row = static_cast<int>(gen() % static_cast<unsigned>(n));
+    const int token = static_cast<int>(gen() % static_cast<unsigned>(n));
+    CAPTURE(it);
+    attnflow::FlowSolverCache cache;
+    const attnflow::FlowBottleneck b = attnflow::flowBottleneck(A, layer, row, token, &cache);
+    attnflow::MaxFlow full(layer * n + 1, 1e-15);
+    const int source = layer * n;  // node l * n + i for l < layer; the source last
+    std::vector<attnflow::LayerEdge> edges;
+    for (int l = 1; l <= layer; ++l) {
+      const Matrix& m = A[static_cast<std::size_t>(l - 1)];
+      for (int i = 0; i < n; ++i) {
+        if (l == layer && i != row) continue;
+        for (int k = 0; k < n; ++k) {
+          if (m(i, k) <= 0.0) continue;
+          full.addEdge(l == layer ? source : l * n + i, (l - 1) * n + k, m(i, k));
+          edges.push_back(attnflow::LayerEdge{l, i, k, m(i, k)});
+        }
+      }
+    }
+    const double value = full.flow(source, token);
+    CHECK(std::abs(value - b.value) <= 1e-12);
+    const std::vector<bool> side = full.sinkSide(token);
+    std::vector<attnflow::LayerEdge> want;
+    for (const attnflow::LayerEdge& e : edges) {
+      const int from = e.layer == layer ? source : e.layer * n + e.from;
+      if (!side[static_cast<std::size_t>(from)] && side[static_cast<std::size_t>((e.layer - 1) * n + e.to)]) {
+        want.push_back(e);
+      }
+    }
+    inner += std::any_of(want.begin(), want.end(), [](const attnflow::LayerEdge& e) { return e.layer > 1; });
+    REQUIRE(b.cut.size() == want.size());
+    for (std::size_t q = 0; q < want.size(); ++q) {
+      CHECK(b.cut[q].layer == want[q].layer);
+      CHECK(b.cut[q].from == want[q].from);
+      CHECK(b.cut[q].to == want[q].to);
+      CHECK(b.cut[q].capacity == want[q].capacity);
+    }
+  }
+  CHECK(inner >= releaseOrDebug(500, 60));  // cuts above the sink's in-edges, not just those
 }
 
 TEST_CASE("attention flow: the bottleneck cut at 12 layers of 32 tokens") {
