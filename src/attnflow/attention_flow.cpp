@@ -458,7 +458,8 @@ class LayeredFlowT final : public LayeredFlow {
   /// rule the solve used) from outside it. Returns false, leaving `cut` alone, if S itself can
   /// still reach T, i.e. the flow fell short of a maximum by more than the rounding the rule
   /// allows; flowBottleneck() then asks the general solver.
-  /// Why here: the general solver's graph takes ~0.3 GB at L=24, n=512; this one is built.
+  /// Why here: the general solver's graph takes ~0.3 GB at L=24, n=512, and this solver is
+  /// already built (kept by the session, which asked it for the pair's value).
   __attribute__((noinline)) bool minimumCutNearestSink(const double* c,
                                                        std::vector<SolverArc>& cut) override {
     c_ = c;
