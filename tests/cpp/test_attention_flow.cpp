@@ -115,6 +115,52 @@ double maxAbsDiff(const Matrix& a, const Matrix& b) {
   return a.rows() == 0 || a.cols() == 0 ? 0.0 : (a - b).cwiseAbs().maxCoeff();
 }
 
+/// The minimum cut nearest the sink from (layer, row) to (0, token), by a general Dinic on the
+/// layered graph (its sink side: the nodes that can still reach the token), and the flow value.
+struct ReferenceCut {
+  double value;
+  std::vector<attnflow::LayerEdge> cut;  // by layer, then from, then to
+};
+
+ReferenceCut referenceNearestSinkCut(const LayerStack& A, int layer, int row, int token) {
+  const auto n = static_cast<int>(A[0].rows());
+  attnflow::MaxFlow full(layer * n + 1, 1e-15);
+  const int source = layer * n;  // node l * n + i for l < layer; the source last
+  std::vector<attnflow::LayerEdge> edges;
+  for (int l = 1; l <= layer; ++l) {
+    const Matrix& m = A[static_cast<std::size_t>(l - 1)];
+    for (int i = 0; i < n; ++i) {
+      if (l == layer && i != row) continue;
+      for (int k = 0; k < n; ++k) {
+        if (m(i, k) <= 0.0) continue;
+        full.addEdge(l == layer ? source : l * n + i, (l - 1) * n + k, m(i, k));
+        edges.push_back(attnflow::LayerEdge{l, i, k, m(i, k)});
+      }
+    }
+  }
+  ReferenceCut result{full.flow(source, token), {}};
+  const std::vector<bool> side = full.sinkSide(token);
+  for (const attnflow::LayerEdge& e : edges) {
+    const int from = e.layer == layer ? source : e.layer * n + e.from;
+    if (!side[static_cast<std::size_t>(from)] && side[static_cast<std::size_t>((e.layer - 1) * n + e.to)]) {
+      result.cut.push_back(e);
+    }
+  }
+  return result;
+}
+
+/// Checks that flowBottleneck()'s cut is, edge for edge, the reference's nearest-sink cut.
+void checkSameCut(const attnflow::FlowBottleneck& b, const ReferenceCut& want) {
+  CHECK(std::abs(want.value - b.value) <= 1e-12);
+  REQUIRE(b.cut.size() == want.cut.size());
+  for (std::size_t q = 0; q < want.cut.size(); ++q) {
+    CHECK(b.cut[q].layer == want.cut[q].layer);
+    CHECK(b.cut[q].from == want.cut[q].from);
+    CHECK(b.cut[q].to == want.cut[q].to);
+    CHECK(b.cut[q].capacity == want.cut[q].capacity);
+  }
+}
+
 /// Checks flowBottleneck(A, layer, row, token): its value is the flow's, its cut's capacity is the
 /// value, removing the cut disconnects the source from the token, and when the token's own
 /// in-edges are a minimum cut exactly they are reported. With a cache (of A's solvers, kept
@@ -244,9 +290,11 @@ TEST_CASE("attention flow: bitset word boundaries (n = 63, 64, 65, 129) agree wi
       const LayerStack A = randomStack(gen, 7, n, kind);
       const int row = kind == kCausal ? n - 1 : n / 3;
       const Matrix fast = attnflow::attentionFlow(A, 7, {row});
+      attnflow::FlowSolverCache cache;
       for (int token : {0, 1, n / 2, n - 2, n - 1}) {
-        const double ref = attnflow::flowBottleneck(A, 7, row, token).value;
-        CHECK(std::abs(fast(0, token) - ref) <= 1e-12);
+        const ReferenceCut want = referenceNearestSinkCut(A, 7, row, token);
+        CHECK(std::abs(fast(0, token) - want.value) <= 1e-12);
+        checkSameCut(attnflow::flowBottleneck(A, 7, row, token, &cache), want);
       }
     }
   }
@@ -406,39 +454,10 @@ TEST_CASE("attention flow: the bottleneck from the fast solver is the general Di
     const int token = static_cast<int>(gen() % static_cast<unsigned>(n));
     CAPTURE(it);
     attnflow::FlowSolverCache cache;
-    const attnflow::FlowBottleneck b = attnflow::flowBottleneck(A, layer, row, token, &cache);
-    attnflow::MaxFlow full(layer * n + 1, 1e-15);
-    const int source = layer * n;  // node l * n + i for l < layer; the source last
-    std::vector<attnflow::LayerEdge> edges;
-    for (int l = 1; l <= layer; ++l) {
-      const Matrix& m = A[static_cast<std::size_t>(l - 1)];
-      for (int i = 0; i < n; ++i) {
-        if (l == layer && i != row) continue;
-        for (int k = 0; k < n; ++k) {
-          if (m(i, k) <= 0.0) continue;
-          full.addEdge(l == layer ? source : l * n + i, (l - 1) * n + k, m(i, k));
-          edges.push_back(attnflow::LayerEdge{l, i, k, m(i, k)});
-        }
-      }
-    }
-    const double value = full.flow(source, token);
-    CHECK(std::abs(value - b.value) <= 1e-12);
-    const std::vector<bool> side = full.sinkSide(token);
-    std::vector<attnflow::LayerEdge> want;
-    for (const attnflow::LayerEdge& e : edges) {
-      const int from = e.layer == layer ? source : e.layer * n + e.from;
-      if (!side[static_cast<std::size_t>(from)] && side[static_cast<std::size_t>((e.layer - 1) * n + e.to)]) {
-        want.push_back(e);
-      }
-    }
-    inner += std::any_of(want.begin(), want.end(), [](const attnflow::LayerEdge& e) { return e.layer > 1; });
-    REQUIRE(b.cut.size() == want.size());
-    for (std::size_t q = 0; q < want.size(); ++q) {
-      CHECK(b.cut[q].layer == want[q].layer);
-      CHECK(b.cut[q].from == want[q].from);
-      CHECK(b.cut[q].to == want[q].to);
-      CHECK(b.cut[q].capacity == want[q].capacity);
-    }
+    const ReferenceCut want = referenceNearestSinkCut(A, layer, row, token);
+    checkSameCut(attnflow::flowBottleneck(A, layer, row, token, &cache), want);
+    inner += std::any_of(want.cut.begin(), want.cut.end(),
+                         [](const attnflow::LayerEdge& e) { return e.layer > 1; });
   }
   CHECK(inner >= releaseOrDebug(500, 60));  // cuts above the sink's in-edges, not just those
 }
