@@ -58,7 +58,7 @@ class ReferenceError_(Exception):
 # Input
 
 
-SAFETENSORS_DTYPES = {"F16": np.float16, "F32": np.float32, "F64": np.float64}
+SAFETENSORS_DTYPES = {"F16": "<f2", "F32": "<f4", "F64": "<f8"}  # little-endian, as stored
 
 
 def load_safetensors(data):
@@ -78,7 +78,7 @@ def load_safetensors(data):
     if info["dtype"] == "BF16":  # bfloat16 is the upper half of a float32
         arr = (np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16).view(np.float32)
     elif info["dtype"] in SAFETENSORS_DTYPES:
-        arr = np.frombuffer(raw, dtype=np.dtype(SAFETENSORS_DTYPES[info["dtype"]]).newbyteorder("<"))
+        arr = np.frombuffer(raw, dtype=SAFETENSORS_DTYPES[info["dtype"]])
     else:
         raise ReferenceError_(f"tensor {key!r} has dtype {info['dtype']}")
     tokens = json.loads(meta["tokens"]) if "tokens" in meta else None
@@ -104,10 +104,20 @@ def load_torch(path):
     return tokens, obj.to(torch.float64).numpy()
 
 
+def load_json(data):
+    """(tokens or None, attentions) of JSON bytes, gzip-compressed or not."""
+    if data[:2] == b"\x1f\x8b":
+        data = gzip.decompress(data)
+    doc = json.loads(data.decode("utf-8"))
+    if isinstance(doc, dict) and "attentions" not in doc and isinstance(doc.get("input"), dict):
+        doc = doc["input"]  # a golden file of tests/fixtures/golden/
+    if isinstance(doc, dict):
+        return doc.get("tokens"), doc["attentions"]
+    return None, doc
+
+
 def load_attention(path, batch=0):
     """Returns (tokens, W, fused): W is float64 [L][H][n][n], or [L][n][n] when fused."""
-    with open(path, "rb") as handle:
-        head = handle.read(16)
     tokens = None
     if path.endswith(".pt") or path.endswith(".pth"):
         tokens, arr = load_torch(path)
@@ -123,21 +133,14 @@ def load_attention(path, batch=0):
                 tokens = [str(t) for t in loaded["tokens"]]
         else:
             arr = loaded
-    elif path.endswith(".safetensors") or (head[8:9] == b"{" and int.from_bytes(head[4:8], "little") == 0):
-        with open(path, "rb") as handle:
-            tokens, arr = load_safetensors(handle.read())
     else:
         with open(path, "rb") as handle:
             data = handle.read()
-        if data[:2] == b"\x1f\x8b":
-            data = gzip.decompress(data)
-        doc = json.loads(data.decode("utf-8"))
-        if isinstance(doc, dict) and "attentions" not in doc and isinstance(doc.get("input"), dict):
-            doc = doc["input"]  # a golden file of tests/fixtures/golden/
-        if isinstance(doc, dict):
-            tokens = doc.get("tokens")
-            doc = doc["attentions"]
-        arr = doc
+        # safetensors: a little-endian u64 header length (high half 0), then the header's '{'.
+        if path.endswith(".safetensors") or (data[8:9] == b"{" and data[4:8] == bytes(4)):
+            tokens, arr = load_safetensors(data)
+        else:
+            tokens, arr = load_json(data)
     arr = np.asarray(arr, dtype=np.float64)
     if arr.ndim == 5:  # Hugging Face [L][B][H][n][n]
         if not 0 <= batch < arr.shape[1]:

@@ -2103,27 +2103,16 @@ namespace {
 
 // The minimum cut nearest the sink from the fast solver's own graph (from layer 3 on): the same
 // cut as the general Dinic's, with no graph built (at L=24, n=512 the general Dinic's takes
-// ~0.3 GB; the kept solver is already there). Appends it to result.cut and returns true when
+// ~0.3 GB; the solver that gave the value is in `cache`). Appends it to result.cut and returns true when
 // its capacity is result.value to within what each saturated arc may hold (kEps) plus the
 // solver's tolerance; false, with result.cut untouched, otherwise.
-bool fastSolverCut(const LayerStack& A, int layer, int row, int token, FlowSolverCache* cache,
+bool fastSolverCut(const LayerStack& A, int layer, int row, int token, FlowSolverCache& cache,
                    FlowBottleneck& result) {
   const int n = static_cast<int>(A[0].rows());
-  std::unique_ptr<LayeredFlow> own;
-  LayeredFlow* solver = nullptr;
-  std::vector<double> column;
-  const double* c = nullptr;  // the leaf capacities: column `token` of A[1]
-  if (cache != nullptr) {
-    // The solver caches facts about leaf capacities by address: the cache's own copy is stable.
-    solver = &cache->state().solverFor(A, layer);
-    c = cache->state().firstTransposed(A).row(token).data();
-  } else {
-    own = makeLayeredFlow(n, innerMatrices(A, layer));
-    solver = own.get();
-    column.resize(static_cast<std::size_t>(n));
-    for (int k = 0; k < n; ++k) column[static_cast<std::size_t>(k)] = A[0](k, token);
-    c = column.data();
-  }
+  LayeredFlow* solver = &cache.state().solverFor(A, layer);
+  // The leaf capacities, column `token` of A[1]: the solver caches facts about them by address,
+  // and the cache's transposed copy stays where it is.
+  const double* c = cache.state().firstTransposed(A).row(token).data();
   const Matrix& top = A[static_cast<std::size_t>(layer - 1)];
   solver->setSource(top.row(row).data());
   std::vector<SolverArc> arcs;
@@ -2168,7 +2157,10 @@ FlowBottleneck flowBottleneck(const LayerStack& A, int layer, int row, int token
   }
   FlowBottleneck result;
   // The value from the fast solver, so that it is the number the flow scores show. A kept solver
-  // saves building one per call (~0.1 s at L=24, n=512).
+  // saves building one per call (~0.1 s at L=24, n=512); without a cache, one built here serves
+  // both the value and the cut below.
+  FlowSolverCache local;
+  if (cache == nullptr) cache = &local;
   result.value = attentionFlowLayers(A, {layer}, {row}, {}, {}, {}, cache)[0](0, token);
   // No flow (no path, as above the diagonal of a causal model): no edge of positive capacity
   // leads into the sink side, so the cut is empty.
@@ -2184,7 +2176,7 @@ FlowBottleneck flowBottleneck(const LayerStack& A, int layer, int row, int token
     }
     return result;
   }
-  if (layer >= 3 && fastSolverCut(A, layer, row, token, cache, result)) return result;
+  if (layer >= 3 && fastSolverCut(A, layer, row, token, *cache, result)) return result;
   // Layers 1 and 2 (small graphs, and no fast solver), or a cut the fast solver's residual
   // graph could not give: the general Dinic on the full graph.
   FullGraph full(A, layer, n);
