@@ -13,9 +13,12 @@ import { fail } from '../errors.mjs';
 import { readEntry, entrySource } from './zip.mjs';
 import { fromTensor, shapeCount, shapeStr } from './tensor.mjs';
 
-/** Whether zip entries are those of torch.save: a `<archive>/data.pkl`. */
+// The pickle of a torch.save zip: `<archive>/data.pkl`.
+const DATA_PKL = /^[^/]+\/data\.pkl$/;
+
+/** Whether zip entries are those of torch.save. */
 export function isTorchZip(entries) {
-  return entries.some((e) => /^[^/]+\/data\.pkl$/.test(e.name));
+  return entries.some((e) => DATA_PKL.test(e.name));
 }
 
 /** A data.pkl larger than this holds more than attentions (their values are in other entries). */
@@ -219,7 +222,7 @@ function isContiguous({ shape, stride }) {
  */
 export function loadTorch(source, entries, options, name) {
   const what = name || 'the PyTorch file';
-  const pkl = entries.find((e) => /^[^/]+\/data\.pkl$/.test(e.name));
+  const pkl = entries.find((e) => DATA_PKL.test(e.name));
   const prefix = pkl.name.slice(0, -'data.pkl'.length);
   if (pkl.usize > MAX_PICKLE_BYTES) fail('E_INPUT', `${what}: its data.pkl is ${pkl.usize} bytes, too large for saved attentions`);
   const root = unpickle(readEntry(source, pkl, what), what);
