@@ -36,27 +36,39 @@ options:
                            reading, fusing heads and building the graph (the residual mix)
   -h, --help               show this help`;
 
+const OPTIONS = {
+  fusion: { type: 'string' },
+  heads: { type: 'string' },
+  alpha: { type: 'string' },
+  discard: { type: 'string' },
+  layers: { type: 'string' },
+  rows: { type: 'string' },
+  unnormalized: { type: 'boolean' },
+  'receptive-field': { type: 'boolean' },
+  batch: { type: 'string' },
+  workers: { type: 'string' },
+  timing: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+};
+
+/**
+ * "--alpha -1" as "--alpha=-1": parseArgs takes a value that starts with "-" for another option
+ * and says the option is "ambiguous"; joined, the value gets the range check that explains it.
+ */
+function joinNegativeValues(argv) {
+  const args = [];
+  for (let k = 0; k < argv.length; k++) {
+    const takesValue = argv[k].startsWith('--') && OPTIONS[argv[k].slice(2)]?.type === 'string';
+    if (takesValue && /^-[\d.]/.test(argv[k + 1] ?? '')) args.push(`${argv[k]}=${argv[++k]}`);
+    else args.push(argv[k]);
+  }
+  return args;
+}
+
 function parseCommandLine(argv) {
   let parsed;
   try {
-    parsed = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      options: {
-        fusion: { type: 'string' },
-        heads: { type: 'string' },
-        alpha: { type: 'string' },
-        discard: { type: 'string' },
-        layers: { type: 'string' },
-        rows: { type: 'string' },
-        unnormalized: { type: 'boolean' },
-        'receptive-field': { type: 'boolean' },
-        batch: { type: 'string' },
-        workers: { type: 'string' },
-        timing: { type: 'boolean' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    });
+    parsed = parseArgs({ args: joinNegativeValues(argv), allowPositionals: true, options: OPTIONS });
   } catch (error) {
     fail('E_OPTION', error.message);
   }

@@ -16,3 +16,6 @@ export class AttnflowError extends Error {
 export function fail(code, message) {
   throw new AttnflowError(code, message);
 }
+
+/** A value as a message shows it: JSON, but numbers as JavaScript prints them (NaN, Infinity). */
+export const shown = (value) => (typeof value === 'number' ? String(value) : JSON.stringify(value));

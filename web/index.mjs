@@ -67,6 +67,9 @@ export class FusedAttention {
 
   /** Fuses the heads of `data` layer by layer, so only one layer of heads is in the heap at once. */
   static async create(data, options = {}) {
+    if (data === null || typeof data !== 'object' || typeof data.layer !== 'function') {
+      fail('E_INPUT', 'FusedAttention.create needs the AttentionData that loadAttention resolves with');
+    }
     const fusion = resolveFusion(options, data.fused ? 0 : data.numHeads);
     const M = await loadModule();
     const n = data.numTokens;

@@ -1,6 +1,6 @@
 // The one place where options get their defaults and are checked, shared by the API, the CLI, the
 // worker and the page: a setting means the same everywhere.
-import { fail } from './errors.mjs';
+import { fail, shown } from './errors.mjs';
 
 export const METHODS = ['raw', 'rollout', 'flow'];
 export const FUSIONS = ['mean', 'max', 'min'];
@@ -16,7 +16,7 @@ function checkIndexList(name, list, lowest, highest, what) {
   const seen = new Set();
   for (const value of list) {
     if (!Number.isInteger(value) || value < lowest || value > highest) {
-      fail('E_OPTION', `${name}: ${JSON.stringify(value)} is out of range (${what} ${lowest}..${highest})`);
+      fail('E_OPTION', `${name}: ${shown(value)} is out of range (${what} ${lowest}..${highest})`);
     }
     if (seen.has(value)) fail('E_OPTION', `${name}: ${value} is listed twice`);
     seen.add(value);
@@ -24,8 +24,17 @@ function checkIndexList(name, list, lowest, highest, what) {
   return [...list];
 }
 
+/** Options left out (undefined) are {}; anything else but an object is refused. */
+function checkOptionsObject(options) {
+  if (options === null || typeof options !== 'object') {
+    fail('E_OPTION', `options must be an object (got ${options === null ? 'null' : typeof options})`);
+  }
+  return options;
+}
+
 /** {fusion, heads} checked against a layer with `numHeads` heads (0 = pre-fused input). */
 export function resolveFusion(options = {}, numHeads) {
+  checkOptionsObject(options);
   const fusion = options.fusion ?? DEFAULTS.fusion;
   if (!FUSIONS.includes(fusion)) {
     fail('E_OPTION', `fusion must be one of ${FUSIONS.join(', ')} (got ${JSON.stringify(fusion)})`);
@@ -41,13 +50,17 @@ export function resolveCompute(method, options = {}, { numLayers, numTokens }) {
   if (!METHODS.includes(method)) {
     fail('E_OPTION', `method must be one of ${METHODS.join(', ')} (got ${JSON.stringify(method)})`);
   }
+  checkOptionsObject(options);
+  if (options.onProgress !== undefined && typeof options.onProgress !== 'function') {
+    fail('E_OPTION', 'onProgress must be a function (done, total) => boolean | void');
+  }
   const alpha = options.alpha ?? DEFAULTS.alpha;
   if (typeof alpha !== 'number' || !(alpha >= 0 && alpha <= 1)) {
-    fail('E_OPTION', `alpha must be a number in [0, 1] (got ${JSON.stringify(alpha)})`);
+    fail('E_OPTION', `alpha must be a number in [0, 1] (got ${shown(alpha)})`);
   }
   const discard = options.discard ?? DEFAULTS.discard;
   if (typeof discard !== 'number' || !(discard >= 0 && discard < 1)) {
-    fail('E_OPTION', `discard must be a number in [0, 1) (got ${JSON.stringify(discard)})`);
+    fail('E_OPTION', `discard must be a number in [0, 1) (got ${shown(discard)})`);
   }
   const layersOption = options.layers ?? DEFAULTS.layers;
   let layers;

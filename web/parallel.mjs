@@ -39,7 +39,7 @@
 // - one row and several layers: one task per layer, deepest first, to whichever worker is idle.
 // Cancel (AbortSignal, or onProgress returning false) terminates the workers: a flow is one
 // synchronous WebAssembly call that cannot be interrupted from outside its thread.
-import { AttnflowError, fail } from './errors.mjs';
+import { AttnflowError, fail, shown } from './errors.mjs';
 import { resolveCompute } from './options.mjs';
 import { Result } from './result.mjs';
 
@@ -239,7 +239,7 @@ export class ParallelAttention {
     if (!input || typeof input !== 'object') fail('E_INPUT', 'input must be {bytes or path, name?, batch?, tokens?}');
     const count = options.workers ?? await defaultWorkers();
     if (!Number.isInteger(count) || count < 1 || count > 64) {
-      fail('E_OPTION', `workers must be an integer from 1 to 64 (got ${JSON.stringify(options.workers)})`);
+      fail('E_OPTION', `workers must be an integer from 1 to 64 (got ${shown(options.workers)})`);
     }
     const { signal } = options;
     if (signal?.aborted) throw cancelled();

@@ -206,10 +206,13 @@ test('bad options are E_OPTION errors that name the option', async () => {
     [() => fused.compute('rollout', { rows: [] }), /rows must be a non-empty list/],
     [() => fused.bottleneck(2, 0, 9), /token 9 is out of range/],
     [() => fused.compute('rollout', { receptiveField: 1 }), /receptiveField must be true or false/],
+    [() => fused.compute('flow', null), /options must be an object \(got null\)/],
+    [() => fused.compute('flow', { onProgress: 5 }), /onProgress must be a function/],
   ];
   for (const [run, message] of cases) assert.throws(run, (e) => e.code === 'E_OPTION' && message.test(e.message));
   await assert.rejects(FusedAttention.create(data, { heads: [3] }), { code: 'E_OPTION', message: /heads: 3 is out of range/ });
   await assert.rejects(FusedAttention.create(data, { fusion: 'median' }), { code: 'E_OPTION' });
+  await assert.rejects(FusedAttention.create(null), { code: 'E_INPUT', message: /needs the AttentionData/ });
   fused.dispose();
   assert.throws(() => fused.compute('flow'), { code: 'E_OPTION', message: /disposed/ });
 });

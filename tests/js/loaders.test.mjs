@@ -8,6 +8,8 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync, truncateSync, writeFile
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { once } from 'node:events';
+import { createGzip } from 'node:zlib';
 import { gzipSync, unzipSync, zipSync } from 'fflate';
 import { AttnflowError, compute, loadAttention } from 'attnflow';
 import { openAttentionFile } from 'attnflow/node';
@@ -148,7 +150,7 @@ test('options.tokens supplies tokens and is checked against n', async () => {
   const tokens = ['a', 'b', 'c', 'd'];
   assert.deepEqual((await load(file('att_f32.npy'), { tokens })).tokens, tokens);
   assert.deepEqual((await load(file('bare.json'), { tokens })).tokens, tokens);
-  await rejects(() => load(file('att_f32.npy'), { tokens: ['a'] }), 'E_INPUT', '1 tokens but the matrices are 4x4');
+  await rejects(() => load(file('att_f32.npy'), { tokens: ['a'] }), 'E_INPUT', '1 tokens in options.tokens but the matrices are 4x4');
   await rejects(() => load(file('att_f32.npy'), { tokens: 'abcd' }), 'E_OPTION', 'tokens');
   await rejects(() => load(file('att_f32.npy'), { tokens: [1, 2, 3, 4] }), 'E_OPTION', 'tokens[0]');
 });
@@ -506,6 +508,46 @@ test('unknown content, invalid JSON, nested gzip', async () => {
   await rejects(() => load(new Uint8Array([0xc3, 0x28, 0x7b])), 'E_FORMAT');
 });
 
+test('small files that claim gigabytes are refused before they are inflated or read whole', async () => {
+  // gzip of 520 MB of spaces and "{}" (0.5 MB): more JSON text than a string holds. It used to be
+  // inflated whole and decoded; beyond 2 GB TextDecoder killed the process.
+  const zipped = [];
+  const gz = createGzip({ level: 1 });
+  gz.on('data', (chunk) => zipped.push(chunk));
+  const spaces = Buffer.alloc(1 << 20, 0x20);
+  for (let k = 0; k < 520; k++) if (!gz.write(spaces)) await once(gz, 'drain');
+  gz.end('{}');
+  await once(gz, 'end');
+  await rejects(() => load(new Uint8Array(Buffer.concat(zipped)), { name: 'big.json.gz' }), 'E_TOO_LARGE', 'big.json.gz', 'more than 512 MB once inflated');
+  // A file of 3 GB: JSON (or white space before it) is refused at its size; unknown content is
+  // refused from its first bytes, never read whole.
+  const huge = (first) => ({ size: 3 * 2 ** 30, read: (offset, length) => {
+    assert.ok(length <= 1 << 16, `read ${length} bytes at ${offset}`);
+    return offset === 0 ? first : new Uint8Array(0);
+  } });
+  await rejects(() => loadAttentionSource(huge(new TextEncoder().encode('{"attentions": [')), { name: 'a.json' }), 'E_TOO_LARGE', 'a.json', '3072 MB');
+  await rejects(() => loadAttentionSource(huge(new Uint8Array(4096).fill(0x20))), 'E_TOO_LARGE', 'JSON text');
+  await rejects(() => loadAttentionSource(huge(new Uint8Array([1, 2, 3, 4]))), 'E_FORMAT', 'not a format', '01 02 03 04');
+  // An .npz whose tokens entry inflates to 65 MB (its file: 64 KB).
+  const tokens = new TextEncoder().encode(`[${' '.repeat(65 * 2 ** 20)}]`);
+  const npz = zipSync({ 'attentions.npy': file('att_f32.npy'), 'tokens.json': tokens }, { level: 1 });
+  await rejects(() => load(npz, { name: 't.npz' }), 'E_TOO_LARGE', 't.npz', 'tokens.json holds 65 MB', 'at most 64 MB');
+});
+
+test('nesting and pickles that used to escape as TypeError or RangeError', async () => {
+  // Hugging Face layout: the depth is checked along batch item 0; another item may differ.
+  const item = [[[0.5, 0.5], [0.5, 0.5]]];
+  for (const other of [5, [], 'ab', [5]]) {
+    await rejects(() => load({ attentions: [[item, other]] }, { batch: 1 }), 'E_INPUT', 'layer 1, batch 1', 'batch 0 is an array of heads');
+  }
+  // A matrix that is not square is reported as such, not as a token count.
+  await rejects(() => load({ tokens: ['a', 'b'], attentions: [[[0.5, 0.5], [0.5, 0.5], [0.5, 0.5]]] }), 'E_INPUT', 'row 0 has 2 values, expected 3', 'square');
+  // APPENDS of 300,000 items (a spread of them overflowed the call stack).
+  const appends = `\x80\x02](${'K\x00'.repeat(300000)}e.`;
+  const pt = zipSync({ 'archive/data.pkl': Uint8Array.from(appends, (c) => c.charCodeAt(0)) }, { level: 0 });
+  await rejects(() => load(pt), 'E_INPUT');
+});
+
 test('npz: tokens dtypes, candidates, pickled tokens', async () => {
   const npyOf = (name) => file(name);
   // Two candidate float arrays and none named "attentions".
@@ -555,6 +597,9 @@ test('PyTorch files: only data is read; other objects, dtypes and layouts get a 
   assert.ok(aPickle.length > 0 && pkl(b));
   const mixed = torchZip('\x80\x02(' + tensorPickle('0', 'FloatStorage', 16, [4, 4]) + tensorPickle('1', 'FloatStorage', 9, [3, 3]) + 't.');
   await rejects(() => load(mixed), 'E_INPUT', 'layer 2 is a float32 tensor of shape (3, 3)', 'same shape');
+  // Two strides for a shape of two, then one (it used to be reported as "holds None").
+  const oneStride = tensorPickle('0', 'FloatStorage', 16, [4, 4]).replace('(K\x04K\x01t', '(K\x04t');
+  await rejects(() => load(torchZip(`\x80\x02${oneStride}.`)), 'E_FORMAT', 'shape or strides are malformed');
 });
 
 /** Pickle text (protocol 2 opcodes) of one contiguous tensor of `shape` on storage `key`. */

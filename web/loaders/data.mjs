@@ -117,7 +117,7 @@ export function checkTokens(tokens, n, what = 'tokens') {
     }
   }
   if (tokens.length !== n) {
-    fail('E_INPUT', `${tokens.length} tokens but the matrices are ${n}x${n}`);
+    fail('E_INPUT', `${tokens.length} ${what === 'tokens' ? 'tokens' : `tokens in ${what}`} but the matrices are ${n}x${n}`);
   }
   return tokens.slice();
 }
@@ -126,7 +126,9 @@ export function typeName(v) {
   if (v === null) return 'null';
   if (Array.isArray(v)) return 'an array';
   if (ArrayBuffer.isView(v)) return `a ${v.constructor.name}`;
-  return `a ${typeof v}`;
+  const kind = typeof v;
+  if (kind === 'undefined') return 'missing';
+  return `${kind === 'object' ? 'an' : 'a'} ${kind}`;
 }
 
 /**

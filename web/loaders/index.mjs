@@ -2,8 +2,8 @@
 // then dispatches to the reader of that format. See docs/FORMATS.md for the formats and
 // web/loaders/data.mjs for when values are validated.
 
-import { Gunzip, gunzipSync } from '../vendor/fflate.mjs';
-import { fail } from '../errors.mjs';
+import { Gunzip } from '../vendor/fflate.mjs';
+import { AttnflowError, fail, shown } from '../errors.mjs';
 import { parseJsonText, fromJsonValue } from './json.mjs';
 import { isNpy, loadNpy } from './npy.mjs';
 import { loadNpz } from './npz.mjs';
@@ -39,7 +39,7 @@ function checkOptions(options) {
   const { name, batch, tokens } = options;
   if (name !== undefined && typeof name !== 'string') fail('E_OPTION', 'options.name must be a string');
   if (batch !== undefined && batch !== null && !(Number.isInteger(batch) && batch >= 0)) {
-    fail('E_OPTION', `options.batch must be a non-negative integer, got ${JSON.stringify(batch)}`);
+    fail('E_OPTION', `options.batch must be a non-negative integer, got ${shown(batch)}`);
   }
   if (tokens !== undefined && tokens !== null) {
     if (!Array.isArray(tokens)) fail('E_OPTION', 'options.tokens must be an array of strings');
@@ -48,9 +48,31 @@ function checkOptions(options) {
   return { name, batch: batch ?? undefined, tokens: tokens ?? undefined };
 }
 
+/**
+ * The longest JSON text read, in bytes: V8's longest string (2^29 - 24 UTF-16 units; a UTF-8
+ * byte is at most one unit). TextDecoder is not asked to build a longer one: beyond 2 GB it kills
+ * the process instead of throwing.
+ */
+const MAX_JSON_BYTES = 2 ** 29 - 24;
+
+function jsonTooLarge(name, size) {
+  fail('E_TOO_LARGE', `${name ? `${name}: ` : ''}the JSON text (${size}) is larger than a JavaScript string can ` +
+    'hold (about 512 MB); export .npy, .npz or safetensors instead');
+}
+
+const megabytes = (bytes) => `${(bytes / 2 ** 20).toFixed(0)} MB`;
+
+/** Whether b is only white space (after a UTF-8 byte-order mark): JSON may start further on. */
+function isBlank(b) {
+  let k = b[0] === 0xef && b[1] === 0xbb && b[2] === 0xbf ? 3 : 0;
+  while (k < b.length && (b[k] === 0x20 || b[k] === 0x0a || b[k] === 0x0d || b[k] === 0x09)) k++;
+  return k === b.length;
+}
+
 const hex = (b) => Array.from(b.subarray(0, 8), (x) => x.toString(16).padStart(2, '0')).join(' ');
 
 function decodeText(b, name) {
+  if (b.length > MAX_JSON_BYTES) jsonTooLarge(name, megabytes(b.length));
   let enc = 'utf-8';
   if (b[0] === 0xff && b[1] === 0xfe) enc = 'utf-16le'; // e.g. PowerShell's `>` redirection
   else if (b[0] === 0xfe && b[1] === 0xff) enc = 'utf-16be';
@@ -58,8 +80,7 @@ function decodeText(b, name) {
     return new TextDecoder(enc, { fatal: true }).decode(b); // strips the BOM
   } catch (e) {
     if (e instanceof RangeError || /string longer|too large|Invalid string length/i.test(e.message)) {
-      fail('E_TOO_LARGE', `${name ? `${name}: ` : ''}the JSON text (${(b.length / 2 ** 20).toFixed(0)} MB) is ` +
-        'larger than a JavaScript string can hold (about 512 MB); export .npy, .npz or safetensors instead');
+      jsonTooLarge(name, megabytes(b.length));
     }
     fail('E_FORMAT', `${name ? `${name}: ` : ''}the JSON text is not valid ${enc.toUpperCase()}`);
   }
@@ -67,6 +88,38 @@ function decodeText(b, name) {
 
 /** The first bytes read to tell the formats apart (JSON may start after much white space). */
 const SNIFF_BYTES = 4096;
+
+/**
+ * The whole content of gzip data, inflated a chunk at a time, refused as soon as it passes what
+ * a JSON text may hold: its size trailer counts modulo 4 GiB, so it cannot bound the output.
+ */
+function gunzipJson(source, name, corrupt) {
+  const chunks = [];
+  let produced = 0;
+  const stream = new Gunzip();
+  stream.ondata = (chunk) => {
+    produced += chunk.length;
+    if (produced > MAX_JSON_BYTES) jsonTooLarge(name, `more than ${megabytes(MAX_JSON_BYTES)} once inflated`);
+    chunks.push(chunk);
+  };
+  for (let at = 0; at < source.size;) {
+    const next = source.read(at, 1 << 16);
+    at += next.length;
+    try {
+      stream.push(next, at >= source.size);
+    } catch (e) {
+      if (e instanceof AttnflowError) throw e;
+      corrupt(e.message);
+    }
+  }
+  const content = new Uint8Array(produced);
+  let offset = 0;
+  for (const chunk of chunks) {
+    content.set(chunk, offset);
+    offset += chunk.length;
+  }
+  return content;
+}
 
 /**
  * gzip: a binary tensor inside (.npy.gz) is inflated as its layers are read; JSON, which needs
@@ -85,13 +138,7 @@ function loadGzip(source, opts, gzDepth) {
   const inner = inflatingSource(source, isize, () => new Gunzip(), corrupt);
   const format = detectFormat(inner.read(0, SNIFF_BYTES));
   if (format === 'npy' || format === 'npz' || format === 'safetensors') return loadSource(inner, opts, gzDepth + 1);
-  let content;
-  try {
-    content = gunzipSync(source.read(0, source.size));
-  } catch (e) {
-    corrupt(e.message);
-  }
-  return loadSource(bytesSource(content), opts, gzDepth + 1);
+  return loadSource(bytesSource(gunzipJson(source, opts.name, corrupt)), opts, gzDepth + 1);
 }
 
 /**
@@ -103,7 +150,8 @@ function loadSource(source, opts, gzDepth) {
   if (source.size === 0) fail('E_INPUT', `${name ? `${name}: ` : ''}empty input (0 bytes)`);
   let b = source.read(0, SNIFF_BYTES);
   let format = detectFormat(b);
-  if ((format === null || format === 'json') && b.length < source.size) {
+  if ((format === 'json' || (format === null && isBlank(b))) && b.length < source.size) {
+    if (source.size > MAX_JSON_BYTES) jsonTooLarge(name, megabytes(source.size));
     b = source.read(0, source.size);
     format = detectFormat(b);
   }

@@ -170,6 +170,8 @@ function describePath(stack) {
     if (s.arr) path += `[${s.idx}]`;
     else if (s.key !== null) path += (path ? '.' : '') + s.key;
   }
+  // Thousands of levels of nesting would make a message of that many brackets.
+  if (path.length > 120) path = `${path.slice(0, 50)}...(${stack.length} levels)...${path.slice(-50)}`;
   // Index chain of the tensor: from the root array, or after an "attentions" key at the top.
   let idx = null;
   if (stack[0].arr) idx = stack.map((s) => (s.arr ? s.idx : null));
@@ -227,14 +229,19 @@ export function fromJsonValue(value, options = {}) {
   if (depth === 5) {
     B = att[0].length;
     if (batch >= B) fail('E_OPTION', `batch ${batch} is out of range: the input has B = ${B} batch item${B === 1 ? '' : 's'} (0..${B - 1})`);
-    H = att[0][batch].length;
-    n = att[0][batch][0].length;
+    // The depth was checked along batch item 0 only.
+    const item = att[0][batch];
+    if (!isArr(item) || item.length === 0 || !isArr(item[0]) || item[0].length === 0 || !isArr(item[0][0])) {
+      fail('E_INPUT', `layer 1, batch ${batch} is ${isArr(item) && item.length === 0 ? 'an empty array' : typeName(item)}` +
+        ' where batch 0 is an array of heads [H][n][n]; expected the same shape in every batch item');
+    }
+    H = item.length;
+    n = item[0].length;
   } else {
     if (batch > 0) fail('E_OPTION', `batch ${batch} was given but the input has no batch axis`);
     if (depth === 4) { H = att[0].length; n = att[0][0].length; } else n = att[0].length;
   }
   checkSize(L, H, n);
-  const tokens = checkTokens(options.tokens ?? fileTokens, n, options.tokens ? 'options.tokens' : 'tokens');
 
   const heads = Math.max(H, 1);
   const tally = new RowSumTally();
@@ -278,6 +285,8 @@ export function fromJsonValue(value, options = {}) {
     }
     layers[l] = out;
   }
+  // After the matrices: a matrix that is not square is then reported as such, not as a token count.
+  const tokens = checkTokens(options.tokens ?? fileTokens, n, options.tokens ? 'options.tokens' : 'tokens');
   return makeAttentionData({
     format: depth === 5 ? 'hf-json' : depth === 4 ? 'json' : 'fused-json',
     tokens, numLayers: L, numHeads: H, numTokens: n,

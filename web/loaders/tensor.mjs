@@ -11,7 +11,7 @@ export const shapeStr = (shape) => `(${shape.join(', ')})`;
 export function shapeCount(shape, what) {
   let c = 1;
   for (const d of shape) {
-    if (!Number.isSafeInteger(d) || d < 0) fail('E_FORMAT', `${what}: invalid dimension ${d} in shape ${shapeStr(shape)}`);
+    if (!Number.isSafeInteger(d) || d < 0) fail('E_FORMAT', `${what}: invalid dimension ${JSON.stringify(d)} in shape ${shapeStr(shape)}`);
     c *= d;
   }
   if (!Number.isSafeInteger(c * 8)) fail('E_FORMAT', `${what}: absurd shape ${shapeStr(shape)}`);

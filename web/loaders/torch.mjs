@@ -56,7 +56,7 @@ function rebuildTensor(name) {
     const ints = (x) => isSequence(x) && x.every((v) => Number.isSafeInteger(v) && v >= 0);
     if (!(storage instanceof Storage) || !Number.isSafeInteger(offset) || offset < 0 || !ints(shape) || !ints(stride) ||
         shape.length !== stride.length) {
-      return null;  // reported as a malformed tensor where it is used
+      return undefined;  // REDUCE reports a malformed tensor
     }
     return new Tensor(storage, offset, shape, stride);
   });
@@ -135,7 +135,7 @@ function unpickle(b, what) {
       case 0x5d: stack.push([]); break;                        // EMPTY_LIST
       case 0x6c: stack.push(popMark()); break;                 // LIST
       case 0x61: { const x = pop(); const list = top(); if (!isSequence(list)) bad('is malformed'); list.push(x); break; }  // APPEND
-      case 0x65: { const xs = popMark(); const list = top(); if (!isSequence(list)) bad('is malformed'); list.push(...xs); break; }  // APPENDS
+      case 0x65: { const xs = popMark(); const list = top(); if (!isSequence(list)) bad('is malformed'); for (const x of xs) list.push(x); break; }  // APPENDS (a spread of many items overflows the stack)
       case 0x7d: stack.push(new Map()); break;                 // EMPTY_DICT
       case 0x64: { const dict = new Map(); setItems(dict, popMark()); stack.push(dict); break; }  // DICT
       case 0x73: { const v = pop(); const k = pop(); setItems(top(), [k, v]); break; }  // SETITEM
@@ -187,7 +187,9 @@ function unpickle(b, what) {
         const args = pop();
         const fn = pop();
         if (!(fn instanceof Callable) || !isSequence(args)) bad('is malformed (a call of something not callable)');
-        stack.push(fn.call(args));
+        const value = fn.call(args);
+        if (value === undefined) bad(`has a tensor (${fn.name}) whose storage, offset, shape or strides are malformed`);
+        stack.push(value);
         break;
       }
       case 0x62: pop(); break;                                 // BUILD: state of a known object (e.g. a tensor's attributes), not needed
@@ -246,7 +248,7 @@ export function loadTorch(source, entries, options, name) {
     layers = attentions;
     const first = shapeStr(layers[0].shape);
     layers.forEach((t, l) => {
-      if (shapeStr(t.shape) !== first || t.storage.type !== layers[0].storage.type) {
+      if (shapeStr(t.shape) !== first || t.storage.type.name !== layers[0].storage.type.name) {
         fail('E_INPUT', `${what}: layer ${l + 1} is a ${storageLabel(t.storage)} tensor of shape ${shapeStr(t.shape)}, ` +
           `layer 1 a ${storageLabel(layers[0].storage)} tensor of shape ${first}; every layer must have the same shape and type`);
       }

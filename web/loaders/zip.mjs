@@ -91,8 +91,18 @@ export function entrySource(source, e, what) {
     fail('E_FORMAT', `${what}: entry ${e.name} is truncated or corrupt (${why})`));
 }
 
-/** The entry's bytes (for the small entries: tokens). */
+/**
+ * Most bytes readEntry() reads: token lists and metadata are far smaller, and a zip entry can
+ * claim gigabytes while taking under a megabyte of the file (deflate expands ~1032:1).
+ */
+export const MAX_SMALL_ENTRY_BYTES = 64 * 2 ** 20;
+
+/** The bytes of a small entry (tokens, a pickle, a byte-order mark), read whole. */
 export function readEntry(source, e, what) {
+  if (e.usize > MAX_SMALL_ENTRY_BYTES) {
+    fail('E_TOO_LARGE', `${what}: entry ${e.name} holds ${(e.usize / 2 ** 20).toFixed(0)} MB; attnflow reads ` +
+      `at most ${MAX_SMALL_ENTRY_BYTES / 2 ** 20} MB of tokens or metadata`);
+  }
   const s = entrySource(source, e, what);
   return s.read(0, s.size);
 }
