@@ -29,7 +29,7 @@ const $ = (id) => document.getElementById(id);
 
 const ui = {
   example: $('example'), file: $('file'), fileLabel: $('file-label'),
-  inputInfo: $('input-info'), status: $('status'), progress: $('progress'), cancel: $('cancel'),
+  inputInfo: $('input-info'), status: $('status'), progress: $('progress'), progressText: $('progress-text'), cancel: $('cancel'),
   error: $('error'), warnings: $('warnings'),
   target: $('target'), layer: $('layer'), layerOut: $('layer-out'),
   headsBox: $('heads-box'), heads: $('heads'), headsAll: $('heads-all'), headsInvert: $('heads-invert'),
@@ -86,12 +86,13 @@ class ResultSet {
   get numTokens() { return this.parts[0]?.numTokens; }
   scoresFor(layer, row) { return this.part(layer, row).scoresFor(layer, row); }
   /** The complete (layer x row) grid for `rows`, as the CLI prints a result. */
-  toJSON(rows = this.rows) {
+  /** These rows as the CLI prints a result, with scoresFor(layer, row) in place of the scores. */
+  described(rows = this.rows) {
     const layers = this.layers.filter((l) => rows.every((r) => this.has(l, r)));
     const { method, options } = this;
     return {
       method, tokens: summary.tokens, layers, rows, options: { ...options, layers, rows },
-      scores: layers.map((l) => rows.map((r) => Array.from(this.scoresFor(l, r)))),
+      scoresFor: (layer, row) => this.scoresFor(layer, row),
     };
   }
 }
@@ -123,6 +124,7 @@ function setState(state) {
 let progressTimer = 0;
 function busy(text, { long = false } = {}) {
   ui.status.textContent = text;
+  ui.progressText.hidden = true;
   clearTimeout(progressTimer);
   const showBar = () => {
     ui.progress.hidden = false;
@@ -137,6 +139,7 @@ function idle(text = 'Ready') {
   clearTimeout(progressTimer);
   ui.status.textContent = text;
   ui.progress.hidden = true;
+  ui.progressText.hidden = true;
   ui.cancel.hidden = true;
 }
 
@@ -145,8 +148,15 @@ function onProgress(label) {
     ui.progress.hidden = false;
     ui.cancel.hidden = false;
     ui.progress.value = total ? done / total : 0;
-    ui.status.textContent = `${label}: ${done.toLocaleString('en-US')} / ${total.toLocaleString('en-US')} max-flows`;
+    ui.progressText.hidden = false;
+    ui.progressText.textContent = `${label}: ${done.toLocaleString('en-US')} / ${total.toLocaleString('en-US')} max-flows`;
   };
+}
+
+/** Back to the highest-flow sink, in the settings and in its select. */
+function resetSink() {
+  settings.sink = null;
+  ui.sink.value = 'auto';
 }
 
 function showError(error) {
@@ -306,13 +316,13 @@ function selectedHeads() {
 
 ui.target.addEventListener('change', () => {
   settings.targets = [Number(ui.target.value)];
-  settings.sink = null;
+  resetSink();
   refresh();
 });
 ui.layer.addEventListener('input', () => {
   settings.layer = Number(ui.layer.value);
   ui.layerOut.textContent = `${settings.layer} of ${summary?.numLayers ?? ''}`;
-  settings.sink = null;
+  resetSink();
   refresh();
 });
 for (const r of document.querySelectorAll('input[name="fusion"]')) {
@@ -416,7 +426,7 @@ wireStrips(ui.strips, {
     } else {
       settings.targets = [index];
     }
-    settings.sink = null;
+    resetSink();
     refresh({ focus: index });
   },
   onInspect: inspect,
@@ -427,7 +437,7 @@ function inspect(info) {
     ui.readout.textContent = 'Hover or focus a token to see its exact score.';
     return;
   }
-  const tok = (i) => `“${summary.tokens[i]}”`;
+  const tok = (i) => `“${showToken(summary.tokens[i])}”`;
   // One line, value first: the read-out never changes height (no layout shift under the pointer).
   ui.readout.replaceChildren(
     h('code', { class: 'value' }, String(info.value)),
@@ -540,6 +550,8 @@ async function refresh({ all = false, keepRunning = false, gen = 0, focus = null
     setState('done');
     return;
   }
+  // A view change stops a run over every row: say so when the new view is ready.
+  const stopsFullRun = !keepRunning && !all && Boolean(running?.long);
   if (!keepRunning) {
     gen = ++generation;
     cancelStale(all);
@@ -621,7 +633,8 @@ async function refresh({ all = false, keepRunning = false, gen = 0, focus = null
     running = null;
     clearError();
     setState('done');
-    idle(all ? `Done: every row of every layer (${summary.numLayers * summary.numTokens * summary.numTokens} flows)` : 'Ready');
+    idle(all ? `Done: every row of every layer (${summary.numLayers * summary.numTokens * summary.numTokens} flows)`
+      : stopsFullRun ? 'Ready (computing every row stopped when the view changed)' : 'Ready');
     if (focus !== null) ui.strips.querySelector(`[data-method="${s.methods[0]}"] [data-index="${focus}"]`)?.focus();
   } catch (error) {
     if (stale()) return;
@@ -740,7 +753,7 @@ function describeBottleneck(v) {
   const b = shown.bottleneck;
   const t = v.targets[0];
   const j = shown.sink;
-  const q = (i) => `“${summary.tokens[i]}”`;
+  const q = (i) => `“${ellipsize(showToken(summary.tokens[i]), 30)}”`;
   const score = shown.results.flow.scoresFor(v.layer, t)[j];
   const lines = [];
   const kindText = {
@@ -758,7 +771,7 @@ function describeBottleneck(v) {
   if (shownCut.length) {
     lines.push(h('p', { class: 'cut-list' }, [
       `Cut (${b.cut.length} edge${b.cut.length === 1 ? '' : 's'}, total ${fmt(b.value, 6)}): `,
-      ...shownCut.flatMap((e, k) => [k ? ', ' : '', h('span', { class: 'cut-edge' }, `L${e.layer} ${summary.tokens[e.from]} → ${summary.tokens[e.to]} (${fmt(e.capacity, 3)})`)]),
+      ...shownCut.flatMap((e, k) => [k ? ', ' : '', h('span', { class: 'cut-edge' }, `L${e.layer} ${ellipsize(showToken(summary.tokens[e.from]), 20)} → ${ellipsize(showToken(summary.tokens[e.to]), 20)} (${fmt(e.capacity, 3)})`)]),
       b.cut.length > shownCut.length ? ', …' : '',
     ]));
   }
@@ -852,18 +865,27 @@ function exportResults() {
   for (const m of METHODS) {
     const set = shown.results[m];
     const rows = set.rows.length === summary.numTokens ? set.rows : v.targets.slice().sort((a, b) => a - b);
-    results[m] = { method: m, rows, json: set.toJSON(rows) };
+    results[m] = set.described(rows);
   }
   return { source: sourceName, summary, results };
 }
-ui.exportJson.addEventListener('click', () => {
+
+/** Writes an export a slice at a time (see export.mjs), then offers it as a download. */
+async function exportScores(write, type, suffix) {
   if (!shown) return;
-  download(new Blob([scoresJSON(exportResults())], { type: 'application/json' }), `${baseName()}-scores.json`);
-});
-ui.exportCsv.addEventListener('click', () => {
-  if (!shown) return;
-  download(new Blob([scoresCSV(exportResults())], { type: 'text/csv' }), `${baseName()}-scores.csv`);
-});
+  const what = exportResults();
+  const before = ui.status.textContent;
+  ui.status.textContent = 'Preparing the export…';
+  try {
+    download(new Blob(await write(what), { type }), `${baseName()}-${suffix}`);
+  } catch (error) {
+    showError(error);
+  } finally {
+    if (ui.status.textContent === 'Preparing the export…') ui.status.textContent = before;
+  }
+}
+ui.exportJson.addEventListener('click', () => exportScores(scoresJSON, 'application/json', 'scores.json'));
+ui.exportCsv.addEventListener('click', () => exportScores(scoresCSV, 'text/csv', 'scores.csv'));
 
 // ---------------------------------------------------------------------------------------------
 // Start: list the bundled examples and compute the first.

@@ -39,14 +39,22 @@ export function color(t, name = current) {
   return `#${hex2(r)}${hex2(g)}${hex2(b)}`;
 }
 
-/** Black or white, whichever reads better on colour(t) (WCAG relative luminance). */
-export function textColor(t, name = current) {
-  const lin = rgb(t, name).map((v) => {
+/** WCAG relative luminance of an [r, g, b] colour. */
+function luminance(channels) {
+  const [r, g, b] = channels.map((v) => {
     const c = v / 255;
     return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
   });
-  const lum = 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2];
-  return lum > 0.22 ? '#111111' : '#ffffff';
+  return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+}
+
+const DARK_TEXT = 0;  // black: against #111 the colours where both are equally good reach only 4.35:1
+const contrast = (a, b) => (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+
+/** Black or white, whichever has the higher WCAG contrast on colour(t): at least 4.58:1 (WCAG AA asks 4.5). */
+export function textColor(t, name = current) {
+  const background = luminance(rgb(t, name));
+  return contrast(background, 1) >= contrast(background, DARK_TEXT) ? '#ffffff' : '#000000';
 }
 
 /** A compact number for labels: 0.1234, 1.2e-5. */

@@ -53,8 +53,29 @@ export function ellipsize(text, max = 14) {
   return chars.length > max ? `${chars.slice(0, max - 1).join('')}…` : text;
 }
 
-/** A visible form of a token: whitespace made visible, so " " and "\n" tokens do not vanish. */
+// Characters that change the direction of the text around them: inside a token they would
+// reorder the page's own text after it (a caption, the read-out), so they are shown by name.
+const BIDI_CONTROLS = {
+  '\u061c': 'ALM', '\u200e': 'LRM', '\u200f': 'RLM', '\u202a': 'LRE', '\u202b': 'RLE', '\u202c': 'PDF',
+  '\u202d': 'LRO', '\u202e': 'RLO', '\u2066': 'LRI', '\u2067': 'RLI', '\u2068': 'FSI', '\u2069': 'PDI',
+};
+
+/**
+ * A visible form of a token: whitespace and direction controls made visible, so " ", "\n" and
+ * "" tokens do not vanish and no token reorders the text around it.
+ */
 export function showToken(text) {
   if (text === '') return '∅';
-  return text.replace(/\n/g, '⏎').replace(/\t/g, '⇥').replace(/^ +| +$/g, (m) => '·'.repeat(m.length));
+  return text.replace(/\n/g, '⏎').replace(/\t/g, '⇥').replace(/^ +| +$/g, (m) => '·'.repeat(m.length))
+    .replace(/[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, (c) => `⟨${BIDI_CONTROLS[c]}⟩`);
+}
+
+/**
+ * The visible form of a token cell whose text (the token itself, as the page's test contract
+ * says) would not show as it is: blank, invisible or direction-changing characters, or more than
+ * 24 characters (which would widen the page). The cell shows it instead (CSS, `data-shown`).
+ */
+export function cellShown(text) {
+  const shown = ellipsize(showToken(text), 24);
+  return shown === text ? undefined : shown;
 }

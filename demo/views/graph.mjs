@@ -108,7 +108,7 @@ export function graphSVG(p) {
     cutLayer.append(svg('line', {
       x1: x(e.from), y1: y(e.layer), x2: x(e.to), y2: y(e.layer - 1), stroke: CUT,
       'stroke-width': (1.5 + 5 * e.capacity).toFixed(2), 'stroke-opacity': 0.9, 'data-cut': '1',
-    }, svg('title', {}, `cut edge L${e.layer}: ${tokens[e.from]} → ${tokens[e.to]} (capacity ${e.capacity})`)));
+    }, svg('title', {}, `cut edge L${e.layer}: ${showToken(tokens[e.from])} → ${showToken(tokens[e.to])} (capacity ${e.capacity})`)));
   }
   root.append(cutLayer);
 
@@ -143,7 +143,7 @@ export function graphSVG(p) {
     nodes.append(dots(d, stroke, 2 * r + 1), dots(d, '#ffffff', 2 * r - 1));
   }
   nodes.append(svg('circle', { cx: x(target), cy: y(top), r: r + 2, fill: '#ffffff', stroke: CUT, 'stroke-width': 2.5 },
-    svg('title', {}, `source: ${tokens[target]} at layer ${top}`)));
+    svg('title', {}, `source: ${showToken(tokens[target])} at layer ${top}`)));
   for (let j = 0; j < n; j++) {
     const isSink = j === sink;
     nodes.append(svg('circle', {
@@ -151,7 +151,7 @@ export function graphSVG(p) {
       fill: color(maxFlow > 0 ? flowRow[j] / maxFlow : 0),
       stroke: isSink ? CUT : '#5b6577', 'stroke-width': isSink ? 2.5 : 1,
       class: 'g-node g-input', 'data-layer': 0, 'data-index': j, 'data-value': String(flowRow[j]),
-    }, svg('title', {}, `${tokens[j]}: flow ${fmt(flowRow[j], 6)}`)));
+    }, svg('title', {}, `${showToken(tokens[j])}: flow ${fmt(flowRow[j], 6)}`)));
   }
   root.append(nodes);
 

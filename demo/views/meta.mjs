@@ -1,7 +1,7 @@
 // The input file's "meta" (if any): the model's label and prediction, per-token importance from
 // other methods (blank-out, gradient) as strips, and Spearman's rank correlation of each
 // attention method with them, layer by layer (the paper's Table 2 analysis, for the target row).
-import { h, svg, FONT, showToken, textWidth } from '../dom.mjs';
+import { h, svg, FONT, cellShown, ellipsize, showToken, textWidth } from '../dom.mjs';
 import { color, fmt, textColor } from '../colors.mjs';
 import { METHOD_LABEL, paint, scaler } from './common.mjs';
 
@@ -72,7 +72,7 @@ export function renderMeta(root, { tokens, meta, methods, results, target, layer
     m.values.forEach((v, i) => {
       const cell = h('span', {
         class: 'tok static', 'data-testid': 'meta-score', 'data-measure': m.key, 'data-index': i,
-        'data-value': String(v), 'data-tip': fmt(v, 6), tabindex: -1,
+        'data-value': String(v), 'data-tip': fmt(v, 6), tabindex: -1, 'data-shown': cellShown(tokens[i]),
       }, tokens[i]);
       paint(cell, norm(v));
       cells.append(cell);
@@ -100,9 +100,10 @@ export function renderMeta(root, { tokens, meta, methods, results, target, layer
         return cell;
       })),
     ]));
-    parts.push(h('div', { class: 'table-wrap' }, [
+    // Focusable, so the table scrolls from the keyboard where it is wider than the screen.
+    parts.push(h('div', { class: 'table-wrap', tabindex: 0, role: 'region', 'aria-label': 'Spearman correlations, per layer' }, [
       h('table', { class: 'corr' }, [
-        h('caption', {}, [`Spearman’s ρ between each method’s scores for target ${target} (“`, tokens[target], '”) and the importance scores, per layer']),
+        h('caption', {}, [`Spearman’s ρ between each method’s scores for target ${target} (“`, ellipsize(showToken(tokens[target]), 30), '”) and the importance scores, per layer']),
         h('thead', {}, head), h('tbody', {}, body)]),
     ]));
   }
@@ -116,7 +117,8 @@ export function metaSVG({ tokens, meta, title }) {
   const W = 1100;
   const pad = 16;
   const labelW = 150;
-  const widths = tokens.map((t) => Math.max(18, textWidth(showToken(t), 13) + 12));
+  const labels = tokens.map((t) => ellipsize(showToken(t), 24));
+  const widths = labels.map((t) => Math.max(18, textWidth(t, 13) + 12));
   const out = [];
   let y = 48;
   for (const m of measures) {
@@ -127,7 +129,7 @@ export function metaSVG({ tokens, meta, title }) {
       if (x + widths[i] > W - pad) { x = pad + labelW; y += 28; }
       const t = norm(v);
       out.push(svg('rect', { x, y, width: widths[i], height: 24, rx: 3, fill: color(t) }));
-      out.push(svg('text', { x: x + widths[i] / 2, y: y + 16.5, 'font-size': 13, 'text-anchor': 'middle', fill: textColor(t) }, showToken(tokens[i])));
+      out.push(svg('text', { x: x + widths[i] / 2, y: y + 16.5, 'font-size': 13, 'text-anchor': 'middle', fill: textColor(t) }, labels[i]));
       x += widths[i] + 4;
     });
     y += 38;

@@ -1,7 +1,7 @@
 // Token strips: one row per (method, target); every input token shaded by its score at the
 // selected layer. Cells follow the page's test contract (data-testid="token-score" etc.) and use
 // a roving tabindex: Tab enters a strip, arrow keys move, Enter/Space makes the token the target.
-import { h, svg, textWidth, FONT, showToken } from '../dom.mjs';
+import { h, svg, textWidth, FONT, cellShown, ellipsize, showToken } from '../dom.mjs';
 import { color, fmt, legendGroup, textColor } from '../colors.mjs';
 import { METHOD_LABEL, METHOD_NOTE, paint, ranks, scaler, legendRange } from './common.mjs';
 
@@ -37,7 +37,9 @@ export function renderStrips(root, p) {
           'data-index': i,
           'data-value': String(v),
           'data-tip': `${fmt(v, 6)} · rank ${rank[i]}`,
-          'aria-label': `${tokens[i]}: ${String(v)}, rank ${rank[i]} of ${values.length}`,
+          'data-shown': cellShown(tokens[i]),
+          title: cellShown(tokens[i]) === undefined ? undefined : showToken(tokens[i]),
+          'aria-label': `${tokens[i] === '' ? 'empty token' : showToken(tokens[i])}: ${String(v)}, rank ${rank[i]} of ${values.length}`,
           tabindex: i === target ? 0 : -1,
         }, tokens[i]);
         paint(cell, norm(v));
@@ -104,7 +106,8 @@ export function stripsSVG({ tokens, layer, targets, methods, results, scale, tit
   const allRows = [];
   for (const m of methods) for (const t of targets) allRows.push(results[m].scoresFor(layer, t));
   const rowScaler = scaler(scale, allRows);
-  const widths = tokens.map((t) => Math.max(18, textWidth(showToken(t), 13) + 12));
+  const labels = tokens.map((t) => ellipsize(showToken(t), 24));
+  const widths = labels.map((t) => Math.max(18, textWidth(t, 13) + 12));
   const rowsSvg = [];
   let y = 48;
   let k = 0;
@@ -124,7 +127,7 @@ export function stripsSVG({ tokens, layer, targets, methods, results, scale, tit
         }
         const t = norm(v);
         g.append(svg('rect', { x, y: lineY, width: widths[i], height: cellH, rx: 3, fill: color(t), stroke: i === target ? '#d55e00' : 'none', 'stroke-width': 2 }));
-        g.append(svg('text', { x: x + widths[i] / 2, y: lineY + 16.5, 'font-size': 13, 'text-anchor': 'middle', fill: textColor(t) }, showToken(tokens[i])));
+        g.append(svg('text', { x: x + widths[i] / 2, y: lineY + 16.5, 'font-size': 13, 'text-anchor': 'middle', fill: textColor(t) }, labels[i]));
         x += widths[i] + gap;
       });
       rowsSvg.push(g);

@@ -69,6 +69,14 @@ function assertCellsEqual(cells, want, { layer, target, tokens }) {
   }
 }
 
+/** The text of the file a click on `selector` downloads. */
+async function downloadText(page, selector) {
+  const [dl] = await Promise.all([page.waitForEvent('download'), page.click(selector)]);
+  const chunks = [];
+  for await (const c of await dl.createReadStream()) chunks.push(c);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
 async function setRange(page, selector, value) {
   await page.$eval(selector, (el, v) => {
     el.value = String(v);
@@ -364,6 +372,41 @@ test('untrusted tokens render as inert text', { timeout: 60_000 }, async () => {
   await context.close();
 });
 
+test('tokens that would not show as themselves: visible forms, no reordered captions, no wide page, inert in CSV', { timeout: 60_000 }, async () => {
+  const { page, context, errors } = await openPage();
+  const tokens = ['\u202eright to left', ' ', '', 'x'.repeat(300), '=HYPERLINK("http://example.com")', 'ok'];
+  const n = tokens.length;
+  await page.setInputFiles('[data-testid="attention-file"]', { name: 'odd.json', mimeType: 'application/json', buffer: Buffer.from(toJson(tokens, randomAttention({ L: 2, H: 2, n, seed: 5 }), 2, 2)) });
+  await waitDone(page, { file: 'odd.json', count: 3 * n });
+  // The contract: a cell's text is the token. What it shows is its visible form.
+  const cells = await page.$$eval('[data-testid="token-score"][data-method="flow"]', (els) => els.map((e) => ({ text: e.textContent, shown: e.dataset.shown ?? null })));
+  assert.deepEqual(cells.map((c) => c.text), tokens);
+  assert.deepEqual(cells.map((c) => c.shown), ['⟨RLO⟩right to left', '·', '∅', `${'x'.repeat(23)}…`, '=HYPERLINK("http://exam…', null]);
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+  assert.ok(overflow <= 1, `a 300-character token does not widen the page (overflow ${overflow}px)`);
+  // The read-out names the token by its visible form: no direction control reaches the page's text.
+  await page.hover('[data-testid="token-score"][data-method="flow"][data-index="0"]');
+  const readout = await page.textContent('#readout');
+  assert.ok(readout.includes('⟨RLO⟩right to left') && !readout.includes('\u202e'), readout);
+  for (const id of ['#strips-sub', '#bottleneck', '#heatmaps-sub']) {
+    const text = await page.textContent(id);
+    assert.ok(!text.includes('\u202e'), `${id}: ${text}`);
+  }
+  assert.ok((await page.textContent('#strips-sub')).includes('⟨RLO⟩'), 'the caption names target 0 by its visible form');
+  assert.equal(await page.getAttribute('[data-testid="token-score"][data-method="flow"][data-index="2"]', 'aria-label').then((l) => l.split(':')[0]), 'empty token');
+  // A spreadsheet would run the formula token: the CSV gives it a leading apostrophe.
+  const csv = await downloadText(page, '#export-csv');
+  assert.ok(csv.includes(`"'=HYPERLINK(""http://example.com"")"`), 'formula token defused');
+  // The sink select follows the graph: back to "auto" when the target changes.
+  await page.selectOption('#sink', '5');
+  await waitDone(page);
+  await page.selectOption('#target', '1');
+  await waitDone(page, { target: 1 });
+  assert.equal(await page.inputValue('#sink'), 'auto');
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
 test('exports: SVG, PNG, JSON and CSV downloads hold the displayed scores', { timeout: 60_000 }, async () => {
   const { page, context } = await openPage();
   const cells = await readCells(page);
@@ -468,7 +511,7 @@ test('a long flow (L=12, H=12, n=128, every row of every layer): progress, no lo
   await page.waitForSelector('#cancel:visible');
   assert.equal(await page.getAttribute('[data-testid="results"]', 'data-state'), 'computing');
   // Progress arrives from the worker (196,608 max-flows take far longer than one report period).
-  await page.waitForFunction(() => /max-flows/.test(document.getElementById('status').textContent), null, { timeout: 120_000 });
+  await page.waitForFunction(() => /max-flows/.test(document.getElementById('progress-text').textContent), null, { timeout: 120_000 });
   await page.click('#cancel');
   await waitDone(page, { layer: L, target: 0, count: 3 * n });
   assert.equal(await page.textContent('#status'), 'Cancelled');
@@ -503,6 +546,16 @@ test('a long flow (L=12, H=12, n=128, every row of every layer): progress, no lo
     longest = await fullRun();
   }
   assert.ok(longest < 100, `longest main-thread task ${longest} ms`);
+  // Exports of every row of every layer (raw, rollout, flow: 589,824 scores) are written a slice
+  // at a time (as one task the CSV took 0.7 s).
+  await page.evaluate(() => { window.__longest = 0; });
+  const csvLines = (await downloadText(page, '#export-csv')).trim().split('\n');
+  assert.equal(csvLines.length, 1 + 3 * L * n * n);
+  const exported = JSON.parse(await downloadText(page, '#export-json'));
+  assert.deepEqual(exported.results.map((r) => [r.method, r.scores.length, r.scores[0].length, r.scores[0][0].length]), ['raw', 'rollout', 'flow'].map((m) => [m, L, n, n]));
+  const exportLongest = await page.evaluate(() => window.__longest);
+  console.log(`# exports of every row: longest main-thread task ${exportLongest.toFixed(0)} ms`);
+  assert.ok(exportLongest < 100, `longest main-thread task while exporting ${exportLongest} ms`);
   // With every row computed, switching targets needs no worker call.
   await page.click('[data-testid="token-score"][data-method="flow"][data-index="77"]');
   await waitDone(page, { target: 77, layer: L });
