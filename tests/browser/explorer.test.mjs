@@ -520,6 +520,14 @@ test('a long flow (L=12, H=12, n=128, every row of every layer): progress, no lo
   // The page is usable: a new target computes.
   await page.click('[data-testid="token-score"][data-method="flow"][data-index="5"]');
   await waitDone(page, { target: 5, layer: L });
+  // A view change during a full run stops it, and the status says so.
+  await page.click('#compute-all');
+  await page.waitForFunction(() => /max-flows/.test(document.getElementById('progress-text').textContent), null, { timeout: 120_000 });
+  await page.click('[data-testid="token-score"][data-method="flow"][data-index="6"]');
+  await waitDone(page, { target: 6, layer: L });
+  assert.match(await page.textContent('#status'), /computing every row stopped when the view changed/);
+  await page.click('[data-testid="token-score"][data-method="flow"][data-index="5"]');
+  await waitDone(page, { target: 5, layer: L });
 
   // 2. The full run to the end (every row of every layer), measuring long tasks throughout. The
   // page's own tasks here are at most ~40 ms (CPU profile: the views are drawn one per task); on
