@@ -29,7 +29,6 @@ function checkOptionsObject(options) {
   if (options === null || typeof options !== 'object') {
     fail('E_OPTION', `options must be an object (got ${options === null ? 'null' : typeof options})`);
   }
-  return options;
 }
 
 /** {fusion, heads} checked against a layer with `numHeads` heads (0 = pre-fused input). */

@@ -95,7 +95,7 @@ export function entrySource(source, e, what) {
  * Most bytes readEntry() reads: token lists and metadata are far smaller, and a zip entry can
  * claim gigabytes while taking under a megabyte of the file (deflate expands ~1032:1).
  */
-export const MAX_SMALL_ENTRY_BYTES = 64 * 2 ** 20;
+const MAX_SMALL_ENTRY_BYTES = 64 * 2 ** 20;
 
 /** The bytes of a small entry (tokens, a pickle, a byte-order mark), read whole. */
 export function readEntry(source, e, what) {
