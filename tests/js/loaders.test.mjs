@@ -338,6 +338,9 @@ test('non-numbers, null, NaN/Infinity strings, negatives', async () => {
   await rejects(() => load(bad), 'E_INPUT', 'layer 2, batch 1, head 2, row 3, column 3 is -Infinity');
   const multi = '{\n  "attentions": [[[0.5, 0.5],\n  [Infinity, 0]]]\n}';
   await rejects(() => load(multi), 'E_INPUT', 'layer 1, row 1, column 0 is Infinity', 'line 3, column 4');
+  // Finite values whose row sum overflows (it used to load, and the row came out as 0).
+  const huge = base(); huge.attentions[1][2][3] = [1e308, 1e308, 0, 0];
+  await rejects(() => load(huge), 'E_INPUT', 'layer 2, head 2, row 3 sums to Infinity', 'scale them down');
 });
 
 test('token problems', async () => {

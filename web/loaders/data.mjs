@@ -68,9 +68,17 @@ export function badValueMessage(l, h, i, j, v) {
 }
 
 /** Tally of rows whose sum is far from 1, summarised into one warning. */
+const MAX_ROW_SUM = 1e300;
+
 export class RowSumTally {
   constructor() { this.count = 0; this.rows = 0; this.first = null; }
   add(l, h, i, sum) {
+    // Rows are re-normalised after the heads are summed: a sum this large would overflow there
+    // (two values of 1e308 sum to Infinity, and the row would come out as 0).
+    if (!(sum <= MAX_ROW_SUM)) {
+      fail('E_INPUT', `${where(l, h, i)} sums to ${sum}: attention weights are shares (rows sum to 1), ` +
+        `and rows summing to more than ${MAX_ROW_SUM} cannot be normalised without overflow; scale them down`);
+    }
     this.rows++;
     if (!(Math.abs(sum - 1) <= ROW_SUM_TOLERANCE)) {
       if (this.count++ === 0) this.first = `${where(l, h, i)} sums to ${+sum.toPrecision(6)}`;
