@@ -16,6 +16,7 @@
 // File is only a handle: no bytes are read or copied on the main thread), so a restart re-reads it
 // inside the new worker. Requests are answered in the order they were made.
 import { AttnflowError } from './errors.mjs';
+import { checkCallOptions } from './options.mjs';
 import { Result } from './result.mjs';
 
 export { AttnflowError } from './errors.mjs';
@@ -62,7 +63,14 @@ export class AttnflowWorker {
       const entry = this.#pending.get(msg.id);
       if (!entry) return;
       if (msg.type === 'progress') {
-        entry.onProgress?.(msg.done, msg.total);
+        try {
+          entry.onProgress?.(msg.done, msg.total);
+        } catch (error) {
+          // As FusedAttention.compute does: the callback's error ends the call. The worker's
+          // answer to it is then dropped (no entry), and later requests queue behind it.
+          this.#pending.delete(msg.id);
+          entry.reject(error);
+        }
         return;
       }
       this.#pending.delete(msg.id);
@@ -129,6 +137,7 @@ export class AttnflowWorker {
 
   /** Computes 'raw' | 'rollout' | 'flow'; options as the package's ComputeOptions. */
   async compute(method, options = {}) {
+    checkCallOptions(options);
     if (options.into !== undefined) {
       throw new AttnflowError('E_OPTION', 'into works with FusedAttention.compute only: a worker cannot write into memory of this thread');
     }

@@ -108,7 +108,11 @@ export interface ComputeOptions extends FusionOptions {
    * Default false. See docs/SEMANTICS.md.
    */
   receptiveField?: boolean;
-  /** Flow only: called between max-flow problems; return false to cancel (E_CANCELLED). */
+  /**
+   * Flow only: called between max-flow problems; return false to cancel (E_CANCELLED). If it
+   * throws, the call rejects with that error. It must not call the same FusedAttention (E_OPTION:
+   * the running flow still uses its memory).
+   */
   onProgress?: (done: number, total: number) => boolean | void;
   /**
    * Flow only, for splitting one computation by rows over threads: the n sink values of the

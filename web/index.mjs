@@ -55,6 +55,7 @@ export class FusedAttention {
   #module;
   #session;
   #fusion;
+  #inFlow = false;  // during a flow call, whose callbacks run JavaScript
 
   constructor(module, session, tokens, fusion) {
     this.#module = module;
@@ -105,6 +106,11 @@ export class FusedAttention {
 
   #live() {
     if (!this.#session) fail('E_OPTION', 'this FusedAttention has been disposed');
+    if (this.#inFlow) {
+      // Inside the WebAssembly flow call (from its onProgress or claim): another call would
+      // change or free memory the running one still uses.
+      fail('E_OPTION', 'this FusedAttention is busy: it was called from a callback (onProgress) of a compute that is still running; call it after that compute returns');
+    }
     return this.#session;
   }
 
@@ -130,9 +136,14 @@ export class FusedAttention {
           if (options.claim !== undefined && typeof options.claim !== 'function') {
             fail('E_OPTION', 'claim must be a function returning the next unit to compute');
           }
-          withInts(M, layers, (layersAddress) => withDoubles(M, sinkValues, (sinkAddress) => withInts(M, sourceFlags, (flagsAddress) => call(M, () => session.flow(
-            alpha, discard, layersAddress, layers.length, rowsAddress, rows.length, normalize, receptiveField,
-            sinkValues.length ? sinkAddress : 0, sourceFlags.length ? flagsAddress : 0, requestRows, options.claim, onProgress, out)))));
+          this.#inFlow = true;
+          try {
+            withInts(M, layers, (layersAddress) => withDoubles(M, sinkValues, (sinkAddress) => withInts(M, sourceFlags, (flagsAddress) => call(M, () => session.flow(
+              alpha, discard, layersAddress, layers.length, rowsAddress, rows.length, normalize, receptiveField,
+              sinkValues.length ? sinkAddress : 0, sourceFlags.length ? flagsAddress : 0, requestRows, options.claim, onProgress, out)))));
+          } finally {
+            this.#inFlow = false;
+          }
         } else {
           layers.forEach((layer, i) => {
             const target = out + i * perLayer * 8;
@@ -222,7 +233,9 @@ export class FusedAttention {
   }
 
   dispose() {
-    this.#session?.delete();
+    if (!this.#session) return;
+    this.#live();  // not from inside a running flow
+    this.#session.delete();
     this.#session = null;
   }
 }

@@ -31,6 +31,21 @@ function checkOptionsObject(options) {
   }
 }
 
+/**
+ * The options object of a compute and its callbacks, checked before anything starts (a pool or a
+ * worker would otherwise fail later, in another thread or a message handler).
+ */
+export function checkCallOptions(options) {
+  checkOptionsObject(options);
+  if (options.onProgress !== undefined && typeof options.onProgress !== 'function') {
+    fail('E_OPTION', 'onProgress must be a function (done, total) => boolean | void');
+  }
+  const { signal } = options;
+  if (signal !== undefined && !(typeof signal?.aborted === 'boolean' && typeof signal.addEventListener === 'function')) {
+    fail('E_OPTION', 'signal must be an AbortSignal (from an AbortController)');
+  }
+}
+
 /** {fusion, heads} checked against a layer with `numHeads` heads (0 = pre-fused input). */
 export function resolveFusion(options = {}, numHeads) {
   checkOptionsObject(options);
@@ -49,10 +64,7 @@ export function resolveCompute(method, options = {}, { numLayers, numTokens }) {
   if (!METHODS.includes(method)) {
     fail('E_OPTION', `method must be one of ${METHODS.join(', ')} (got ${JSON.stringify(method)})`);
   }
-  checkOptionsObject(options);
-  if (options.onProgress !== undefined && typeof options.onProgress !== 'function') {
-    fail('E_OPTION', 'onProgress must be a function (done, total) => boolean | void');
-  }
+  checkCallOptions(options);
   const alpha = options.alpha ?? DEFAULTS.alpha;
   if (typeof alpha !== 'number' || !(alpha >= 0 && alpha <= 1)) {
     fail('E_OPTION', `alpha must be a number in [0, 1] (got ${shown(alpha)})`);

@@ -75,8 +75,9 @@ export class ParallelAttention {
   /** The balance in use (see ParallelOpenOptions.balance). */
   readonly balance: 'dynamic' | 'static';
   compute(method: Method, options?: ParallelComputeOptions): Promise<Result>;
-  /** Terminates the workers, freeing their memory. Idempotent. (In Node an idle pool does not
-   *  keep the process alive; a running computation does.) */
+  /** Terminates the workers, freeing their memory. A compute still running rejects with
+   *  E_CANCELLED, later ones with E_OPTION. Idempotent. (In Node an idle pool does not keep the
+   *  process alive; a running computation does.) */
   close(): void;
 }
 

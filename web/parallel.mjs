@@ -40,7 +40,7 @@
 // Cancel (AbortSignal, or onProgress returning false) terminates the workers: a flow is one
 // synchronous WebAssembly call that cannot be interrupted from outside its thread.
 import { AttnflowError, fail, shown } from './errors.mjs';
-import { resolveCompute } from './options.mjs';
+import { checkCallOptions, resolveCompute } from './options.mjs';
 import { Result } from './result.mjs';
 
 const IS_NODE = typeof process === 'object' && typeof process.versions?.node === 'string';
@@ -212,6 +212,7 @@ export class ParallelAttention {
   #sinkExchange;  // with #counter: {values, arrived} on SharedArrayBuffers, where parts meet their sink values
   #closed = false;
   #busy = Promise.resolve();
+  #endRunning = null;  // ends the running compute with an error (close() during a compute)
   #nextId = 0;  // task ids are unique over the pool's life, so a late message is never mistaken
 
   constructor(workers, summary, fusion, balance, counter) {
@@ -241,6 +242,7 @@ export class ParallelAttention {
     if (!Number.isInteger(count) || count < 1 || count > 64) {
       fail('E_OPTION', `workers must be an integer from 1 to 64 (got ${shown(options.workers)})`);
     }
+    checkCallOptions(options);
     const { signal } = options;
     if (signal?.aborted) throw cancelled();
     const fusion = { fusion: options.fusion ?? 'mean', heads: options.heads ?? null };
@@ -324,6 +326,7 @@ export class ParallelAttention {
 
   async #compute(method, options) {
     if (this.#closed) fail('E_OPTION', 'this ParallelAttention has been closed');
+    checkCallOptions(options);
     if (options.into !== undefined) fail('E_OPTION', 'into works with FusedAttention.compute only: the workers cannot write into memory of this thread');
     const resolved = resolveCompute(method, options, this);
     const { alpha, discard, layers, rows, normalize, receptiveField } = resolved;
@@ -364,6 +367,7 @@ export class ParallelAttention {
         const finish = (error) => {
           if (settled) return;
           settled = true;
+          this.#endRunning = null;
           this.#workers.forEach((slot) => slot.hold(false));
           if (error) {
             this.close();
@@ -371,7 +375,12 @@ export class ParallelAttention {
             return;
           }
           if (claims) scores = joinClaimed(claimed, n, layers.length * rows.length);
-          if (onProgress && method === 'flow') onProgress(total, total);
+          try {
+            if (onProgress && method === 'flow') onProgress(total, total);
+          } catch (callbackError) {
+            reject(callbackError);  // as FusedAttention.compute: the callback's error is the call's
+            return;
+          }
           resolve(new Result({
             method, tokens: this.tokens, layers, rows, scores,
             options: { ...this.#fusion, alpha, discard, layers, rows, normalize, receptiveField },
@@ -379,12 +388,22 @@ export class ParallelAttention {
         };
         onAbort = () => finish(cancelled());
         signal?.addEventListener('abort', onAbort);
+        this.#endRunning = finish;
 
+        // Called from a worker's message listener: a callback that throws must end this call
+        // (stopping the workers, as a cancel does), not escape as an uncaught exception.
         const report = () => {
           if (!onProgress) return;
           let done = 0;
           for (let t = 0; t < tasks.length; t++) done += shareDone[t];
-          if (onProgress(Math.min(total - 1, Math.floor(done)), total) === false) finish(cancelled());
+          let goOn;
+          try {
+            goOn = onProgress(Math.min(total - 1, Math.floor(done)), total);
+          } catch (callbackError) {
+            finish(callbackError);
+            return;
+          }
+          if (goOn === false) finish(cancelled());
         };
         // Where a dealt share's rows go in the result (claimed units carry their own index).
         const layerIndex = claims ? null : new Map(layers.map((layer, k) => [layer, k]));
@@ -447,11 +466,15 @@ export class ParallelAttention {
     }
   }
 
-  /** Terminates the workers. Safe to call more than once. */
+  /**
+   * Terminates the workers. A compute still running rejects with E_CANCELLED, and later ones with
+   * E_OPTION. Safe to call more than once.
+   */
   close() {
     if (this.#closed) return;
     this.#closed = true;
     for (const slot of this.#workers) slot.terminate();
+    this.#endRunning?.(new AttnflowError('E_CANCELLED', 'the ParallelAttention was closed during the computation'));
   }
 }
 

@@ -48,6 +48,10 @@ test('AttnflowWorker: results equal the package; errors keep the input; cancel a
     r.flow = Array.from(flow.scoresFor(3, 2));
     r.flowJSON = flow.toJSON();
     try { await w.compute('flow', { rows: [2], into: new Float64Array(10) }); r.into = 'resolved'; } catch (e) { r.into = e.code; }
+    try { await w.compute('flow', null); r.nullOptions = 'resolved'; } catch (e) { r.nullOptions = e.code; }
+    // A throwing onProgress ends its call with its error (it used to raise a page error per report).
+    const boom = new Error('boom');
+    try { await w.compute('flow', { layers: 'all', rows: 'all', onProgress: () => { throw boom; } }); r.throwing = 'resolved'; } catch (e) { r.throwing = e === boom; }
     r.bottleneck = await w.bottleneck(3, 2, 4, { alpha: 0.5 });
     r.mixedLength = (await w.mixedLayer(2, { alpha: 0.7 })).length;
     await w.fuse({ fusion: 'max', heads: [1] });
@@ -76,6 +80,8 @@ test('AttnflowWorker: results equal the package; errors keep the input; cancel a
   assert.deepEqual(out.flowJSON.layers, [1, 2, 3]);
   assert.ok(out.progress, 'progress reported');
   assert.equal(out.into, 'E_OPTION', 'into is refused across a worker');
+  assert.equal(out.nullOptions, 'E_OPTION');
+  assert.equal(out.throwing, true, 'a throwing onProgress rejects the call with its error');
   assert.ok(['sink', 'source', 'inner'].includes(out.bottleneck.kind));
   assert.ok(Math.abs(out.bottleneck.value - out.bottleneck.cut.reduce((s, e) => s + e.capacity, 0)) < 1e-9, 'cut capacity = flow value');
   assert.equal(out.mixedLength, n * n);

@@ -217,6 +217,29 @@ test('bad options are E_OPTION errors that name the option', async () => {
   assert.throws(() => fused.compute('flow'), { code: 'E_OPTION', message: /disposed/ });
 });
 
+test('a callback of a running flow cannot call the same FusedAttention (it would free memory the flow uses)', async () => {
+  const data = await loadAttention(randomInput({ L: 6, H: 2, n: 40, seed: 21 }));
+  const fused = await FusedAttention.create(data);
+  const want = fused.compute('flow', { layers: 'all' }).scores;
+  const inner = [
+    () => fused.compute('rollout', { alpha: 0.3 }), () => fused.prepare({ alpha: 0.9, layer: 2 }),
+    () => fused.bottleneck(6, 0, 1, { alpha: 0.2 }), () => fused.mixedLayer(1, { alpha: 0.1 }), () => fused.dispose(),
+  ];
+  const refused = [];
+  const got = fused.compute('flow', {
+    layers: 'all',
+    onProgress: () => {
+      for (const call of inner) {
+        try { call(); } catch (error) { refused.push(error.code); }
+      }
+    },
+  }).scores;
+  assert.ok(refused.length >= inner.length && refused.every((code) => code === 'E_OPTION'), refused.join());
+  assert.deepEqual(Array.from(got), Array.from(want), 'the running flow is unharmed');
+  assert.equal(fused.compute('rollout', { alpha: 0.3 }).scores.length, 40 * 40, 'usable after it returns');
+  fused.dispose();
+});
+
 test('an input beyond wasm32 gets E_TOO_LARGE before any allocation', async () => {
   const huge = {
     tokens: [], numLayers: 48, numHeads: 16, numTokens: 4096, fused: false, format: 'npy',

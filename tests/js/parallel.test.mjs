@@ -329,6 +329,44 @@ test('abort while the workers compute, and onProgress returning false, cancel to
   await assert.rejects(computeParallel({ bytes }, 'flow', { signal: aborted }), (error) => error.code === 'E_CANCELLED');
 });
 
+test('close() during a compute, and an onProgress that throws, end the call instead of leaving it pending', async () => {
+  const bytes = syntheticNpy({ layers: 12, heads: 2, tokens: 48, seed: 3 });
+  for (const balance of BALANCES) {
+    // close() while the workers compute: the running call rejects at once, a queued one too.
+    const pool = await ParallelAttention.open({ bytes }, { workers: 2, balance });
+    let closeNow;
+    const started = new Promise((resolve) => { closeNow = resolve; });
+    const running = pool.compute('flow', { layers: 'all', onProgress: () => closeNow() });
+    const queued = pool.compute('flow', {});
+    await started;
+    pool.close();
+    await assert.rejects(running, { code: 'E_CANCELLED', message: /closed during the computation/ });
+    await assert.rejects(queued, { code: 'E_OPTION', message: /closed/ });
+    // onProgress throwing, while running and at the final report: the call rejects with its error.
+    for (const when of ['running', 'final']) {
+      const boom = new Error(`boom (${when})`);
+      const onProgress = (done, total) => { if (when === 'running' || done === total) throw boom; };
+      const other = await ParallelAttention.open({ bytes }, { workers: 2, balance });
+      await assert.rejects(other.compute('flow', { layers: 'all', onProgress }), (error) => error === boom);
+      other.close();
+    }
+  }
+});
+
+test('options that are not an object, a callback that is not a function, a signal that is not an AbortSignal: E_OPTION', async () => {
+  const bytes = syntheticNpy(SMALL);
+  const pool = await ParallelAttention.open({ bytes }, { workers: 2 });
+  try {
+    await assert.rejects(pool.compute('flow', null), { code: 'E_OPTION', message: /options must be an object/ });
+    await assert.rejects(pool.compute('flow', { onProgress: 5 }), { code: 'E_OPTION', message: /onProgress must be a function/ });
+    await assert.rejects(pool.compute('flow', { signal: {} }), { code: 'E_OPTION', message: /signal must be an AbortSignal/ });
+    assert.equal((await pool.compute('flow', {})).scores.length, SMALL.tokens * SMALL.tokens, 'the pool still works');
+  } finally {
+    pool.close();
+  }
+  await assert.rejects(ParallelAttention.open({ bytes }, { workers: 2, signal: 'x' }), { code: 'E_OPTION', message: /signal/ });
+});
+
 test('an error inside a worker arrives with the code and message of the single-threaded error', async () => {
   // A NaN in layer 2, head 1, row 3 of an otherwise valid .npy.
   const bytes = syntheticNpy(SMALL);
