@@ -124,6 +124,7 @@ function toBytes(bytes) {
  */
 async function loadMessages(input, count) {
   const each = (message) => Array.from({ length: count }, () => ({ message, transfer: [] }));
+  if (input.path !== undefined && input.bytes !== undefined) fail('E_INPUT', 'input has both bytes and path: give one');
   if (input.path !== undefined) {
     if (!IS_NODE || typeof input.path !== 'string') fail('E_INPUT', 'input.path must be a file path, and only in Node (in a browser pass a File as input.bytes)');
     return each({ path: input.path });

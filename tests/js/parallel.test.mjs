@@ -423,6 +423,7 @@ test('invalid options are refused with E_OPTION', async () => {
   await assert.rejects(computeParallel({ bytes }, 'flow', { workers: 0 }), (error) => error.code === 'E_OPTION');
   await assert.rejects(computeParallel({ bytes }, 'flow', { balance: 'even' }), { code: 'E_OPTION', message: /balance must be 'dynamic' or 'static'/ });
   await assert.rejects(computeParallel({ bytes: [1, 2, 3] }, 'flow', {}), (error) => error.code === 'E_INPUT');
+  await assert.rejects(computeParallel({ bytes, path: 'x.npy' }, 'flow', {}), { code: 'E_INPUT', message: /both bytes and path/ });
 });
 
 test('a claiming worker waits until every part has written its sink values into shared memory', async () => {
