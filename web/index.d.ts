@@ -48,7 +48,7 @@ export interface AttentionData {
 }
 
 export interface LoadOptions {
-  /** File name, used as a hint for the format (e.g. "x.npy", "x.json.gz"). */
+  /** File name, used in messages only (e.g. "x.npy"): the format is read from the content. */
   name?: string;
   /** Batch item to take from a Hugging Face layout [L][B][H][n][n] (default 0). */
   batch?: number;
@@ -59,8 +59,9 @@ export interface LoadOptions {
 /**
  * Reads attention data: canonical JSON {tokens, attentions: [L][H][n][n], meta?}, the Hugging
  * Face layout [L][B][H][n][n], pre-fused [L][n][n], gzip-compressed JSON, .npy (float16/32/64,
- * shape [L,H,n,n] or [L,n,n]), .npz (arrays "attentions" and optional "tokens") and safetensors
- * (tensor "attentions", tokens in the header's __metadata__.tokens as a JSON string).
+ * shape [L,H,n,n], [L,B,H,n,n] or [L,n,n]), .npz (arrays "attentions" and optional "tokens"),
+ * safetensors (tensor "attentions", tokens in the header's __metadata__.tokens as a JSON string)
+ * and PyTorch .pt (torch.save of the attentions, read as data only), gzip of any of these.
  * A parsed JSON object may be passed directly. A Blob or File given in a worker is read a slice
  * at a time (FileReaderSync): a binary tensor's layers are read when layer(l) asks for them, so it
  * must stay readable (a File changed on disk afterwards makes layer(l) throw E_INPUT); elsewhere a

@@ -11,8 +11,9 @@ export interface AttentionFile extends AttentionData {
 }
 
 /**
- * Opens an attention file on disk (any format loadAttention reads; the path is the format hint
- * unless options.name is given). A binary tensor (.npy, .npz, safetensors, .npy.gz) is read a
+ * Opens an attention file on disk (any format loadAttention reads, told from the content; the
+ * file's name appears in messages unless options.name is given). A binary tensor (.npy, .npz,
+ * safetensors, PyTorch .pt, .npy.gz) is read a
  * layer at a time when layer(l) asks, so a 400 MB file is never held whole; JSON is read whole.
  * Rejects with AttnflowError E_INPUT for a missing or unreadable file, E_FORMAT for bad content.
  */

@@ -16,7 +16,7 @@ export type ParallelInput = ({
 }) & ParallelLoadOptions;
 
 export interface ParallelLoadOptions {
-  /** File name, a hint for the format (e.g. "x.npy"). */
+  /** File name, used in messages only (e.g. "x.npy"): the format is read from the content. */
   name?: string;
   /** Batch item of a Hugging Face [L][B][H][n][n] layout. */
   batch?: number;

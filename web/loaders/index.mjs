@@ -169,10 +169,10 @@ function loadSource(source, opts, gzDepth) {
     case 'safetensors': return loadSafetensors(source, opts, name);
     case 'json': return fromJsonValue(parseJsonText(decodeText(b, name), name), opts);
     default: {
-      const hint = name && /\.(npy|npz|safetensors|gz)$/i.test(name)
+      const hint = name && /\.(npy|npz|safetensors|gz|pt|pth|bin)$/i.test(name)
         ? ` (the name says ${name.slice(name.lastIndexOf('.'))}, but the content does not match: truncated or renamed?)` : '';
       return fail('E_FORMAT', `${name ? `${name}: ` : ''}not a format attnflow reads${hint}: expected JSON, .npy, .npz, ` +
-        `safetensors or gzip of these; the data starts with bytes ${hex(b)}`);
+        `safetensors, PyTorch .pt or gzip of these; the data starts with bytes ${hex(b)}`);
     }
   }
 }
