@@ -59,6 +59,7 @@ const BIDI_CONTROLS = {
   '\u061c': 'ALM', '\u200e': 'LRM', '\u200f': 'RLM', '\u202a': 'LRE', '\u202b': 'RLE', '\u202c': 'PDF',
   '\u202d': 'LRO', '\u202e': 'RLO', '\u2066': 'LRI', '\u2067': 'RLI', '\u2068': 'FSI', '\u2069': 'PDI',
 };
+const BIDI_PATTERN = new RegExp(`[${Object.keys(BIDI_CONTROLS).join('')}]`, 'g');
 
 /**
  * A visible form of a token: whitespace and direction controls made visible, so " ", "\n" and
@@ -67,15 +68,18 @@ const BIDI_CONTROLS = {
 export function showToken(text) {
   if (text === '') return '∅';
   return text.replace(/\n/g, '⏎').replace(/\t/g, '⇥').replace(/^ +| +$/g, (m) => '·'.repeat(m.length))
-    .replace(/[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, (c) => `⟨${BIDI_CONTROLS[c]}⟩`);
+    .replace(BIDI_PATTERN, (c) => `⟨${BIDI_CONTROLS[c]}⟩`);
 }
 
+/** A token as a cell shows it: its visible form, at most 24 characters (longer would widen the page). */
+export const tokenLabel = (text) => ellipsize(showToken(text), 24);
+
 /**
- * The visible form of a token cell whose text (the token itself, as the page's test contract
- * says) would not show as it is: blank, invisible or direction-changing characters, or more than
- * 24 characters (which would widen the page). The cell shows it instead (CSS, `data-shown`).
+ * The label of a token cell whose text (the token itself, as the page's test contract says)
+ * would not show as it is: blank, invisible or direction-changing characters, or too long. The
+ * cell shows it instead (CSS, `data-shown`); undefined when the token shows as itself.
  */
 export function cellShown(text) {
-  const shown = ellipsize(showToken(text), 24);
-  return shown === text ? undefined : shown;
+  const label = tokenLabel(text);
+  return label === text ? undefined : label;
 }

@@ -327,9 +327,8 @@ export class ParallelAttention {
 
   async #compute(method, options) {
     if (this.#closed) fail('E_OPTION', 'this ParallelAttention has been closed');
-    checkCallOptions(options);
-    if (options.into !== undefined) fail('E_OPTION', 'into works with FusedAttention.compute only: the workers cannot write into memory of this thread');
     const resolved = resolveCompute(method, options, this);
+    if (options.into !== undefined) fail('E_OPTION', 'into works with FusedAttention.compute only: the workers cannot write into memory of this thread');
     const { alpha, discard, layers, rows, normalize, receptiveField } = resolved;
     const n = this.numTokens;
     const tasks = splitWork(method, resolved, this.#workers.length, this.#counter !== null);

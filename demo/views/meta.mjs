@@ -1,7 +1,7 @@
 // The input file's "meta" (if any): the model's label and prediction, per-token importance from
 // other methods (blank-out, gradient) as strips, and Spearman's rank correlation of each
 // attention method with them, layer by layer (the paper's Table 2 analysis, for the target row).
-import { h, svg, FONT, cellShown, ellipsize, showToken, textWidth } from '../dom.mjs';
+import { h, svg, FONT, cellShown, ellipsize, showToken, textWidth, tokenLabel } from '../dom.mjs';
 import { color, fmt, textColor } from '../colors.mjs';
 import { METHOD_LABEL, paint, scaler } from './common.mjs';
 
@@ -117,7 +117,7 @@ export function metaSVG({ tokens, meta, title }) {
   const W = 1100;
   const pad = 16;
   const labelW = 150;
-  const labels = tokens.map((t) => ellipsize(showToken(t), 24));
+  const labels = tokens.map(tokenLabel);
   const widths = labels.map((t) => Math.max(18, textWidth(t, 13) + 12));
   const out = [];
   let y = 48;

@@ -1,7 +1,7 @@
 // Token strips: one row per (method, target); every input token shaded by its score at the
 // selected layer. Cells follow the page's test contract (data-testid="token-score" etc.) and use
 // a roving tabindex: Tab enters a strip, arrow keys move, Enter/Space makes the token the target.
-import { h, svg, textWidth, FONT, cellShown, ellipsize, showToken } from '../dom.mjs';
+import { h, svg, textWidth, FONT, cellShown, showToken, tokenLabel } from '../dom.mjs';
 import { color, fmt, legendGroup, textColor } from '../colors.mjs';
 import { METHOD_LABEL, METHOD_NOTE, paint, ranks, scaler, legendRange } from './common.mjs';
 
@@ -27,6 +27,7 @@ export function renderStrips(root, p) {
       const ties = rank.filter((r) => r === 1).length;
       const cells = h('div', { class: 'strip-cells', role: 'group', 'aria-label': `${METHOD_LABEL[method]}, layer ${layer}, target ${target}` });
       values.forEach((v, i) => {
+        const shown = cellShown(tokens[i]);
         const cell = h('button', {
           type: 'button',
           class: `tok${i === target ? ' is-target' : ''}`,
@@ -37,8 +38,8 @@ export function renderStrips(root, p) {
           'data-index': i,
           'data-value': String(v),
           'data-tip': `${fmt(v, 6)} · rank ${rank[i]}`,
-          'data-shown': cellShown(tokens[i]),
-          title: cellShown(tokens[i]) === undefined ? undefined : showToken(tokens[i]),
+          'data-shown': shown,
+          title: shown === undefined ? undefined : showToken(tokens[i]),
           'aria-label': `${tokens[i] === '' ? 'empty token' : showToken(tokens[i])}: ${String(v)}, rank ${rank[i]} of ${values.length}`,
           tabindex: i === target ? 0 : -1,
         }, tokens[i]);
@@ -106,7 +107,7 @@ export function stripsSVG({ tokens, layer, targets, methods, results, scale, tit
   const allRows = [];
   for (const m of methods) for (const t of targets) allRows.push(results[m].scoresFor(layer, t));
   const rowScaler = scaler(scale, allRows);
-  const labels = tokens.map((t) => ellipsize(showToken(t), 24));
+  const labels = tokens.map(tokenLabel);
   const widths = labels.map((t) => Math.max(18, textWidth(t, 13) + 12));
   const rowsSvg = [];
   let y = 48;

@@ -19,16 +19,21 @@ export { MAX_WASM_BYTES, ROW_SUM_TOLERANCE } from './data.mjs';
  * 'safetensors' | 'json' | 'pickle' | null.
  * @param {Uint8Array} b
  */
+/** Where JSON text would start in b: after a UTF-8 byte-order mark and white space. */
+function textStart(b) {
+  let k = b[0] === 0xef && b[1] === 0xbb && b[2] === 0xbf ? 3 : 0;
+  while (k < b.length && (b[k] === 0x20 || b[k] === 0x0a || b[k] === 0x0d || b[k] === 0x09)) k++;
+  return k;
+}
+
 export function detectFormat(b) {
   if (b.length >= 2 && b[0] === 0x1f && b[1] === 0x8b) return 'gzip';
   if (b.length >= 4 && b[0] === 0x50 && b[1] === 0x4b && (b[2] === 3 || b[2] === 5) && (b[3] === 4 || b[3] === 6)) return 'npz';
   if (isNpy(b)) return 'npy';
   if (isSafetensors(b)) return 'safetensors';
   if (b.length >= 2 && b[0] === 0x80 && b[1] >= 2 && b[1] <= 5) return 'pickle';  // PROTO opcode
-  let k = 0;
-  if (b[0] === 0xef && b[1] === 0xbb && b[2] === 0xbf) k = 3; // UTF-8 BOM
-  else if ((b[0] === 0xff && b[1] === 0xfe) || (b[0] === 0xfe && b[1] === 0xff)) return 'json'; // UTF-16 BOM
-  while (k < b.length && (b[k] === 0x20 || b[k] === 0x0a || b[k] === 0x0d || b[k] === 0x09)) k++;
+  if ((b[0] === 0xff && b[1] === 0xfe) || (b[0] === 0xfe && b[1] === 0xff)) return 'json'; // UTF-16 BOM
+  const k = textStart(b);
   if (k < b.length && (b[k] === 0x7b || b[k] === 0x5b)) return 'json';
   return null;
 }
@@ -61,13 +66,6 @@ function jsonTooLarge(name, size) {
 }
 
 const megabytes = (bytes) => `${(bytes / 2 ** 20).toFixed(0)} MB`;
-
-/** Whether b is only white space (after a UTF-8 byte-order mark): JSON may start further on. */
-function isBlank(b) {
-  let k = b[0] === 0xef && b[1] === 0xbb && b[2] === 0xbf ? 3 : 0;
-  while (k < b.length && (b[k] === 0x20 || b[k] === 0x0a || b[k] === 0x0d || b[k] === 0x09)) k++;
-  return k === b.length;
-}
 
 const hex = (b) => Array.from(b.subarray(0, 8), (x) => x.toString(16).padStart(2, '0')).join(' ');
 
@@ -150,7 +148,7 @@ function loadSource(source, opts, gzDepth) {
   if (source.size === 0) fail('E_INPUT', `${name ? `${name}: ` : ''}empty input (0 bytes)`);
   let b = source.read(0, SNIFF_BYTES);
   let format = detectFormat(b);
-  if ((format === 'json' || (format === null && isBlank(b))) && b.length < source.size) {
+  if ((format === 'json' || (format === null && textStart(b) === b.length)) && b.length < source.size) {
     if (source.size > MAX_JSON_BYTES) jsonTooLarge(name, megabytes(source.size));
     b = source.read(0, source.size);
     format = detectFormat(b);
