@@ -15,6 +15,8 @@ import { AttnflowError, compute, loadAttention } from 'attnflow';
 import { openAttentionFile } from 'attnflow/node';
 import { loadAttentionSync, loadAttentionSource, detectFormat, MAX_WASM_BYTES } from '../../web/loaders/index.mjs';
 import { bytesSource } from '../../web/loaders/source.mjs';
+import { listZip } from '../../web/loaders/zip.mjs';
+import { crc32 } from '../../web/loaders/crc32.mjs';
 import { syntheticNpy } from '../../bench/synthetic.mjs';
 
 const DIR = new URL('../fixtures/formats/', import.meta.url);
@@ -495,6 +497,67 @@ test('truncated files of every format get E_FORMAT', async () => {
   const s = file('att_f32.safetensors');
   await rejects(() => load(s.subarray(0, s.length - 4)), 'E_FORMAT', 'truncated');
   await rejects(() => load(s.subarray(0, 60)), 'E_FORMAT', 'truncated');
+});
+
+test('a byte changed inside a zip entry or a gzip member fails its CRC-32, as in Python', async () => {
+  assert.equal(crc32(0, new TextEncoder().encode('123456789')), 0xcbf43926);  // the standard check value
+  assert.equal(crc32(crc32(0, new TextEncoder().encode('1234')), new TextEncoder().encode('56789')), 0xcbf43926);
+  // One bit of one float32 of the stored tensor: still a valid number, caught by the CRC only.
+  // Binary layers are read when asked for: the check ends with the last one.
+  const loadAll = async (input, options) => {
+    const d = await load(input, options);
+    for (let l = 0; l < d.numLayers; l++) d.layer(l);
+    return d;
+  };
+  const u16 = (z, p) => z[p] | (z[p + 1] << 8);
+  // Flips the lowest bit of byte at(z, start) of a stored entry whose content begins at `start`.
+  const flipInEntry = (name, entryName, at) => {
+    const z = file(name).slice();
+    const e = listZip(bytesSource(z), name).find((entry) => entry.name === entryName);
+    const start = e.local + 30 + u16(z, e.local + 26) + u16(z, e.local + 28);
+    z[at(z, start)] ^= 1;
+    return z;
+  };
+  // np.savez (stored): the 6th value's lowest mantissa byte, after the .npy header.
+  const npz = flipInEntry('att.npz', 'attentions.npy', (z, start) => start + 10 + u16(z, start + 8) + 20);
+  await rejects(() => loadAll(npz, { name: 'a.npz' }), 'E_FORMAT', 'a.npz: entry attentions.npy is corrupt', 'CRC-32', 'the archive records 0x');
+  // The same read from disk, a layer at a time.
+  const dir = mkdtempSync(join(tmpdir(), 'attnflow-crc-'));
+  try {
+    writeFileSync(join(dir, 'a.npz'), npz);
+    await rejects(async () => {
+      const d = await openAttentionFile(join(dir, 'a.npz'));
+      for (let l = 0; l < d.numLayers; l++) d.layer(l);
+    }, 'E_FORMAT', 'attentions.npy is corrupt');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  // torch.save: a byte of a tensor's storage entry.
+  const pt = file('att_list_bf16.pt');
+  const storage = listZip(bytesSource(pt), 'pt').find((e) => /\/data\/\d+$/.test(e.name));
+  await rejects(() => loadAll(flipInEntry('att_list_bf16.pt', storage.name, (z, start) => start + 3)), 'E_FORMAT', `entry ${storage.name} is corrupt`);
+  // np.savez_compressed: the recorded CRC changed (a changed deflate stream mostly fails to inflate).
+  const compressed = file('att_compressed.npz').slice();
+  const { crc } = listZip(bytesSource(compressed), 'c').find((e) => e.name === 'attentions.npy');
+  const le = [0, 8, 16, 24].map((shift) => (crc >>> shift) & 0xff);
+  for (let p = 0; p + 4 <= compressed.length; p++) {
+    if (le.every((byte, k) => compressed[p + k] === byte)) compressed[p] ^= 1;  // local and central headers
+  }
+  await rejects(() => loadAll(compressed), 'E_FORMAT', 'attentions.npy is corrupt');
+  // gzip: the trailer's CRC, for a tensor (read a layer at a time) and for JSON (inflated whole).
+  for (const name of ['att_f32.npy.gz', 'canonical.json.gz']) {
+    const gz = file(name).slice();
+    gz[gz.length - 8] ^= 1;
+    await rejects(() => loadAll(gz, { name }), 'E_FORMAT', `${name}: the gzip data is truncated or corrupt (its content has the CRC-32`);
+  }
+  // A CRC recorded as 0 (a writer told not to compute checksums) is not checked.
+  const unrecorded = zipSync({ 'attentions.npy': file('att_f32.npy') }, { level: 0 });
+  const [{ local }] = listZip(bytesSource(unrecorded), 'u');
+  const central = unrecorded.findIndex((_, p) => u16(unrecorded, p) === 0x4b50 && u16(unrecorded, p + 2) === 0x0201);
+  unrecorded.fill(0, local + 14, local + 18);
+  unrecorded.fill(0, central + 16, central + 20);
+  assert.equal(listZip(bytesSource(unrecorded), 'u')[0].crc, 0);
+  checkSame(await loadAll(unrecorded), { format: 'npz', tokens: DEFAULT_TOKENS });
 });
 
 test('unknown content, invalid JSON, nested gzip', async () => {

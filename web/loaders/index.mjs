@@ -9,6 +9,7 @@ import { isNpy, loadNpy } from './npy.mjs';
 import { loadNpz } from './npz.mjs';
 import { isTorchZip, loadTorch } from './torch.mjs';
 import { listZip } from './zip.mjs';
+import { crc32, crcCheckedSource, crcText } from './crc32.mjs';
 import { isSafetensors, loadSafetensors } from './safetensors.mjs';
 import { blobSource, bytesSource, canReadBlobsInPlace, inflatingSource } from './source.mjs';
 
@@ -90,14 +91,17 @@ const SNIFF_BYTES = 4096;
 /**
  * The whole content of gzip data, inflated a chunk at a time, refused as soon as it passes what
  * a JSON text may hold: its size trailer counts modulo 4 GiB, so it cannot bound the output.
+ * `mismatch(computed)` throws when the content's CRC-32 is not the trailer's `expected`.
  */
-function gunzipJson(source, name, corrupt) {
+function gunzipJson(source, name, corrupt, expected, mismatch) {
   const chunks = [];
   let produced = 0;
+  let crc = 0;
   const stream = new Gunzip();
   stream.ondata = (chunk) => {
     produced += chunk.length;
     if (produced > MAX_JSON_BYTES) jsonTooLarge(name, `more than ${megabytes(MAX_JSON_BYTES)} once inflated`);
+    crc = crc32(crc, chunk);
     chunks.push(chunk);
   };
   for (let at = 0; at < source.size;) {
@@ -110,6 +114,7 @@ function gunzipJson(source, name, corrupt) {
       corrupt(e.message);
     }
   }
+  if (crc !== expected) mismatch(crc);
   const content = new Uint8Array(produced);
   let offset = 0;
   for (const chunk of chunks) {
@@ -121,22 +126,25 @@ function gunzipJson(source, name, corrupt) {
 
 /**
  * gzip: a binary tensor inside (.npy.gz) is inflated as its layers are read; JSON, which needs
- * its whole text, is inflated at once.
+ * its whole text, is inflated at once. Either way the content is checked against the trailer's
+ * CRC-32, as Python's gzip module does.
  */
 function loadGzip(source, opts, gzDepth) {
   const pre = opts.name ? `${opts.name}: ` : '';
   const corrupt = (why) => fail('E_FORMAT', `${pre}the gzip data is truncated or corrupt (${why})`);
   if (gzDepth > 0) fail('E_FORMAT', `${pre}gzip inside gzip is not read`);
   if (source.size < 18) fail('E_FORMAT', `${pre}the gzip data is truncated (${source.size} bytes)`);
-  // ISIZE (the last 4 bytes) is the content's size; a truncated file makes it garbage, and
-  // deflate cannot expand more than ~1032:1, so refuse an impossible size before allocating.
-  const t = source.read(source.size - 4, 4);
-  const isize = (t[0] | (t[1] << 8) | (t[2] << 16)) + t[3] * 2 ** 24;
+  // The trailer: the content's CRC-32, then ISIZE, its size. A truncated file makes it garbage,
+  // and deflate cannot expand more than ~1032:1, so refuse an impossible size before allocating.
+  const t = source.read(source.size - 8, 8);
+  const u32 = (p) => (t[p] | (t[p + 1] << 8) | (t[p + 2] << 16)) + t[p + 3] * 2 ** 24;
+  const expected = u32(0), isize = u32(4);
   if (isize > source.size * 1032 + 1024) corrupt('its size trailer is impossible');
-  const inner = inflatingSource(source, isize, () => new Gunzip(), corrupt);
+  const mismatch = (computed) => corrupt(`its content has the CRC-32 ${crcText(computed)}, the trailer records ${crcText(expected)}`);
+  const inner = crcCheckedSource(inflatingSource(source, isize, () => new Gunzip(), corrupt), expected, mismatch);
   const format = detectFormat(inner.read(0, SNIFF_BYTES));
   if (format === 'npy' || format === 'npz' || format === 'safetensors') return loadSource(inner, opts, gzDepth + 1);
-  return loadSource(bytesSource(gunzipJson(source, opts.name, corrupt)), opts, gzDepth + 1);
+  return loadSource(bytesSource(gunzipJson(source, opts.name, corrupt, expected, mismatch)), opts, gzDepth + 1);
 }
 
 /**

@@ -2,17 +2,19 @@
 // read from a ByteSource (./source.mjs). A stored entry (np.savez) is a slice of the source, so a
 // large uncompressed .npz is read a layer at a time like a .npy; a deflated one
 // (np.savez_compressed) is inflated by fflate as it is read, so it is not held whole either.
+// Either way each entry's CRC-32 is checked as its bytes are read (./crc32.mjs).
 
 import { inflateSync, Inflate } from '../vendor/fflate.mjs';
 import { fail } from '../errors.mjs';
 import { bytesSource, inflatingSource, sliceSource } from './source.mjs';
+import { crcCheckedSource, crcText } from './crc32.mjs';
 
 const u16 = (b, p) => b[p] | (b[p + 1] << 8);
 const u32 = (b, p) => (b[p] | (b[p + 1] << 8) | (b[p + 2] << 16)) + b[p + 3] * 2 ** 24;
 const u64 = (b, p) => u32(b, p) + u32(b, p + 4) * 2 ** 32;
 
 /**
- * @typedef {{name: string, method: number, flags: number, csize: number, usize: number, local: number}} ZipEntry
+ * @typedef {{name: string, method: number, flags: number, crc: number, csize: number, usize: number, local: number}} ZipEntry
  * @returns {ZipEntry[]}
  */
 export function listZip(source, what) {
@@ -41,7 +43,7 @@ export function listZip(source, what) {
   let p = 0;
   for (let k = 0; k < count; k++) {
     if (p + 46 > b.length || u32(b, p) !== 0x02014b50) bad('broken central directory');
-    const flags = u16(b, p + 8), method = u16(b, p + 10);
+    const flags = u16(b, p + 8), method = u16(b, p + 10), crc = u32(b, p + 16);
     let csize = u32(b, p + 20), usize = u32(b, p + 24), local = u32(b, p + 42);
     const nlen = u16(b, p + 28), elen = u16(b, p + 30), clen = u16(b, p + 32);
     const name = dec.decode(b.subarray(p + 46, p + 46 + nlen));
@@ -56,7 +58,7 @@ export function listZip(source, what) {
       }
       e += 4 + sz;
     }
-    entries.push({ name, method, flags, csize, usize, local });
+    entries.push({ name, method, flags, crc, csize, usize, local });
     p += 46 + nlen + elen + clen;
   }
   return entries;
@@ -76,8 +78,20 @@ function compressed(source, e, what) {
 /** Deflated entries up to this size are inflated at once (tokens, small tensors). */
 const INFLATE_AT_ONCE = 1 << 20;
 
-/** The entry's content as a source: a slice of the file when stored, inflated when deflated. */
+/**
+ * The entry's content as a source: a slice of the file when stored, inflated when deflated;
+ * checked against the entry's CRC-32 as it is read.
+ */
 export function entrySource(source, e, what) {
+  const content = uncheckedContent(source, e, what);
+  // A CRC of 0 is taken as "not recorded": writers told not to compute checksums leave it 0, and
+  // a real one is 0 once in 4 billion entries.
+  if (e.crc === 0) return content;
+  return crcCheckedSource(content, e.crc, (computed) => fail('E_FORMAT', `${what}: entry ${e.name} is corrupt: ` +
+    `its bytes have the CRC-32 ${crcText(computed)}, the archive records ${crcText(e.crc)}`));
+}
+
+function uncheckedContent(source, e, what) {
   const c = compressed(source, e, what);
   if (e.method === 0) {
     if (e.csize !== e.usize) fail('E_FORMAT', `${what}: entry ${e.name} has inconsistent sizes`);
