@@ -697,6 +697,14 @@ test('safetensors header problems', async () => {
   await rejects(() => load(st({ attentions: { dtype: 'F16', shape: [48, 64, 30000, 30000], data_offsets: [0, 16] } }, f32)),
     'E_TOO_LARGE', 'n=30000');
   await rejects(() => load(st({ x: { dtype: 'F32', shape: [4], data_offsets: [0, 16] } }, f32)), 'E_INPUT', 'no candidate');
+  // A corrupt length field is named as such, not "not a format": past 100 MB, 0, or past the file.
+  for (const [length, message] of [[2 ** 31 + 5, 'is corrupt: its header length field says 2147483653 bytes, where safetensors allows 2 to'],
+    [0, 'is corrupt: its header length field says 0 bytes'],
+    [5000, 'is truncated: its header needs 5008 bytes']]) {
+    const b = st({ attentions: { dtype: 'F32', shape: [1, 1, 2, 2], data_offsets: [0, 16] } }, f32);
+    new DataView(b.buffer).setUint32(0, length, true);
+    await rejects(() => load(b, { name: 'a.safetensors' }), 'E_FORMAT', `a.safetensors ${message}`);
+  }
   const ok = await load(st({ attentions: { dtype: 'F32', shape: [1, 1, 2, 2], data_offsets: [0, 16] } }, f32));
   assert.equal(ok.warnings.length, 0);
   ok.layer(0);

@@ -8,18 +8,25 @@ import { fromTensor, shapeCount, shapeStr } from './tensor.mjs';
 
 const MAX_HEADER = 100 * 2 ** 20; // the reference implementation's own limit
 
-/** True when the bytes look like safetensors (header length plausible, header starts with '{'). */
+/**
+ * True when the bytes look like safetensors: a header starting with '{' after a length whose high
+ * 4 bytes are 0. The length itself is checked by loadSafetensors, so that a corrupt one is named
+ * as such rather than making the file "not a format". (No text format has NUL bytes at 4-7.)
+ */
 export function isSafetensors(b) {
   if (b.length < 10) return false;
   const hi = b[4] | (b[5] << 8) | (b[6] << 16) | (b[7] << 24);
-  const lo = (b[0] | (b[1] << 8) | (b[2] << 16)) + b[3] * 2 ** 24;
-  return hi === 0 && lo >= 2 && lo <= MAX_HEADER && b[8] === 0x7b;
+  return hi === 0 && b[8] === 0x7b;
 }
 
 export function loadSafetensors(source, options, name) {
   const what = name || 'the safetensors file';
   const b = source.read(0, 8);
   const hlen = (b[0] | (b[1] << 8) | (b[2] << 16)) + b[3] * 2 ** 24;
+  if (hlen < 2 || hlen > MAX_HEADER) {
+    fail('E_FORMAT', `${what} is corrupt: its header length field says ${hlen} bytes, where safetensors allows 2 to ` +
+      `${MAX_HEADER} (100 MB)`);
+  }
   if (8 + hlen > source.size) {
     fail('E_FORMAT', `${what} is truncated: its header needs ${8 + hlen} bytes, the file has ${source.size}`);
   }
