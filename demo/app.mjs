@@ -9,7 +9,7 @@
 // go back to what is displayed, so the page is always in a consistent, usable state.
 import { AttnflowWorker } from '../web/client.mjs';
 import { ParallelAttention } from '../web/parallel.mjs';
-import { clear, h, svg, ellipsize, showToken, FONT } from './dom.mjs';
+import { clear, h, svg, ellipsize, placeChild, showToken, trimChildren, FONT } from './dom.mjs';
 import { PALETTES, PALETTE_NAMES, fmt, legendGroup, setPalette } from './colors.mjs';
 import { METHODS, METHOD_LABEL, legendRange } from './views/common.mjs';
 import { renderStrips, stripsSVG, wireStrips } from './views/strips.mjs';
@@ -627,7 +627,8 @@ async function refresh({ all = false, keepRunning = false, gen = 0, focus = null
       if (stale()) return;
       results.flow = results.flow.with(r);
       cache.set(keyOf('flow', s), results.flow);
-      timed('heatmaps', () => drawHeatmaps(view()));
+      await stepwise('heatmaps', heatmapSteps(view()), gen);
+      if (stale()) return;
       drawMeta(view());
     }
     running = null;
@@ -672,21 +673,54 @@ function timed(name, fn) {
   }
 }
 
-const nextTask = () => new Promise((resolve) => setTimeout(resolve, 0));
+/**
+ * Resolves once the browser has had a frame to render what the last step drew, so that its style,
+ * layout and paint are a task of their own, not added to the next step's. A hidden page renders
+ * no frames: there, and should a frame not come, a timer goes on.
+ */
+const nextFrame = () => new Promise((resolve) => {
+  const timer = setTimeout(resolve, document.hidden ? 0 : 100);
+  requestAnimationFrame(() => {
+    clearTimeout(timer);
+    setTimeout(resolve, 0);
+  });
+});
+
+let drawing = 0;  // the draw in progress: a newer one (even of the same refresh) stops it
 
 /**
- * Draws every view from `shown`, one view per task, so that no single main-thread task grows
- * long on big inputs (n = 128+). Resolves false when a newer refresh took over meanwhile.
+ * Runs the steps of a view (a generator), one per task with a frame between them, each recorded as
+ * a User Timing measure. Resolves false, leaving the rest undone, when a newer refresh or draw took
+ * over meanwhile.
+ */
+async function stepwise(name, steps, gen, owner = drawing) {
+  for (;;) {
+    const start = performance.now();
+    const { done } = steps.next();
+    performance.measure(`attnflow:${name}`, { start, end: performance.now() });
+    if (done) return true;
+    await nextFrame();
+    if (gen !== generation || owner !== drawing) return false;
+  }
+}
+
+/** Runs every step of a view at once (user actions that redraw a single view). */
+function drain(steps) {
+  for (let step = steps.next(); !step.done; step = steps.next());
+}
+
+/**
+ * Draws every view from `shown`, a part per task (a strip, a heatmap, a batch of the graph's
+ * elements), so that on big inputs (n = 512: 1,536 strip cells, 2,200 graph elements) no single
+ * main-thread task, script or rendering, grows long. Resolves false when a newer refresh took
+ * over meanwhile (a newer draw of this refresh finishes the views: true).
  */
 async function draw(gen = generation) {
   if (!shown) return false;
+  const mine = ++drawing;
   const v = view();
   const target = v.targets[0];
   const tok = (i) => `“${ellipsize(showToken(summary.tokens[i]), 30)}”`;
-  ui.strips.classList.toggle('dense', summary.numTokens > 48);
-  timed('strips', () => renderStrips(ui.strips, {
-    tokens: summary.tokens, layer: v.layer, targets: v.targets, methods: v.methods, results: shown.results, scale: v.scale,
-  }));
   ui.stripsSub.textContent = `Share of each input token in ${v.targets.length > 1
     ? `targets ${v.targets.join(', ')}` : `target ${target} ${tok(target)}`} at layer ${v.layer} of ${summary.numLayers}`
     + ` · ${summary.fused ? 'pre-fused heads' : `${v.fusion} of ${v.heads ? `heads ${v.heads.join(', ')}` : 'all heads'}`} · ${residualText(v)} · click a token to make it the target`;
@@ -695,12 +729,14 @@ async function draw(gen = generation) {
   const range = legendRange(v.scale, rows);
   ui.stripsLegend.replaceChildren(svg('svg', { width: 300, height: 30, viewBox: '0 0 300 30', 'font-family': FONT, class: 'legend-svg', 'aria-hidden': 'true' },
     legendGroup({ x: 1, y: 4, width: 180, ...range })));
-  await nextTask();
-  if (gen !== generation) return false;
-  timed('heatmaps', () => drawHeatmaps(v));
-  await nextTask();
-  if (gen !== generation) return false;
-  timed('graph', () => redrawGraph());
+  ui.strips.classList.toggle('dense', summary.numTokens > 48);
+  const strips = renderStrips(ui.strips, {
+    tokens: summary.tokens, layer: v.layer, targets: v.targets, methods: v.methods, results: shown.results, scale: v.scale,
+  });
+  // Each view ends on a yield (a frame) or on a cheap step, so the next view starts right away.
+  if (!(await stepwise('strips', strips, gen, mine))) return gen === generation;
+  if (!(await stepwise('heatmaps', heatmapSteps(v), gen, mine))) return gen === generation;
+  if (!(await stepwise('graph', graphSteps(), gen, mine))) return gen === generation;
   timed('meta', () => drawMeta(v));
   return true;
 }
@@ -719,34 +755,63 @@ function heatmapColumns(count) {
   return { cols, width: Math.floor((w - (cols - 1) * 16) / cols) };
 }
 
-function drawHeatmaps(v) {
+/** The heatmaps, one per step (see stepwise). */
+function* heatmapSteps(v) {
   const target = v.targets[0];
   const { cols, width } = heatmapColumns(v.methods.length);
   // One legend for all heatmaps when they share a scale (0..row max, or absolute).
   const shared = v.scale !== 'view';
-  ui.heatmaps.replaceChildren(...v.methods.map((method) => h('figure', { class: 'heatmap-fig' }, heatmapSVG({
-    tokens: summary.tokens, method, result: shown.results[method], target, layer: v.layer, scale: v.scale, width, legend: !shared,
-    numLayers: summary.numLayers,
-  }))));
+  for (const [k, method] of v.methods.entries()) {
+    placeChild(ui.heatmaps, k, h('figure', { class: 'heatmap-fig' }, heatmapSVG({
+      tokens: summary.tokens, method, result: shown.results[method], target, layer: v.layer, scale: v.scale, width, legend: !shared,
+      numLayers: summary.numLayers,
+    })));
+    yield;
+  }
+  trimChildren(ui.heatmaps, v.methods.length);
   ui.heatmapsLegend.replaceChildren(...(shared ? [svg('svg', { width: 300, height: 30, viewBox: '0 0 300 30', 'font-family': FONT, class: 'legend-svg', 'aria-hidden': 'true' },
     legendGroup({ x: 1, y: 4, width: 180, ...legendRange(v.scale, []) }))] : []));
   ui.heatmaps.dataset.cols = String(cols);
   ui.heatmapsSub.textContent = `Target ${target} “${ellipsize(showToken(summary.tokens[target]), 30)}” at the output of every layer (last on top). Click a cell to select its layer and input token.`;
 }
 
+// The graph's top-level parts (guides, edges, the cut, the nodes, the labels) go into the page in
+// batches of about this many elements, one per step: at n = 512 the cut and the input nodes are
+// ~1,000 elements each (a <title> apiece), and the first style, layout and paint of all of them
+// at once took 40-65 ms in one frame.
+const GRAPH_BATCH = 800;
+
 let graphInfo = null;
-function redrawGraph() {
+/** The flow graph, in batches of its top-level parts, in order (see stepwise). */
+function* graphSteps() {
   if (!shown) return;
   const v = view();
   const target = v.targets[0];
   const width = ui.graph.clientWidth || 900;
-  graphInfo = graphSVG({
+  const info = graphSVG({
     tokens: summary.tokens, layer: v.layer, target, sink: shown.sink, mixed: shown.mixed,
     threshold: v.threshold, filter: v.filter, bottleneck: shown.bottleneck,
     flowRow: shown.results.flow.scoresFor(v.layer, target), alpha: v.alpha, discard: v.discard, width,
   });
-  ui.graph.replaceChildren(graphInfo.svg);
+  graphInfo = info;
   describeBottleneck(v);
+  const parts = [...info.svg.children];
+  info.svg.replaceChildren();
+  ui.graph.replaceChildren(info.svg);
+  let batch = 0;
+  for (const part of parts) {
+    const size = part.getElementsByTagName('*').length + 1;
+    if (batch && batch + size > GRAPH_BATCH) {
+      yield;
+      batch = 0;
+    }
+    info.svg.append(part);
+    batch += size;
+  }
+}
+
+function redrawGraph() {
+  drain(graphSteps());
 }
 
 function describeBottleneck(v) {
@@ -792,7 +857,7 @@ new ResizeObserver(() => {
   clearTimeout(resizeTimer);
   resizeTimer = setTimeout(() => {
     if (!shown) return;
-    drawHeatmaps(view());
+    drain(heatmapSteps(view()));
     redrawGraph();
   }, 120);
 }).observe(ui.results);

@@ -24,13 +24,23 @@ export function paletteName() {
 
 /** [r, g, b] for t in [0, 1] (clamped; NaN -> 0). */
 export function rgb(t, name = current) {
+  const out = [0, 0, 0];
+  rgbInto(out, 0, t, name);
+  return out;
+}
+
+/**
+ * rgb(t) written to out[o..o+2], allocating nothing: a 512-token heatmap colours 12,288 pixels,
+ * and an array per pixel cost a few ms of its task, and garbage collections.
+ */
+export function rgbInto(out, o, t, name = current) {
   const stops = parsed[name];
   const x = Math.min(1, Math.max(0, Number.isFinite(t) ? t : 0)) * (stops.length - 1);
   const i = Math.min(stops.length - 2, Math.floor(x));
   const f = x - i;
   const a = stops[i];
   const b = stops[i + 1];
-  return [0, 1, 2].map((k) => Math.round(a[k] + (b[k] - a[k]) * f));
+  for (let k = 0; k < 3; k++) out[o + k] = Math.round(a[k] + (b[k] - a[k]) * f);
 }
 
 const hex2 = (v) => v.toString(16).padStart(2, '0');

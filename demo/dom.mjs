@@ -28,6 +28,20 @@ export function svg(tag, attrs, children) {
   return fill(document.createElementNS(SVG_NS, tag), attrs, children);
 }
 
+/**
+ * Puts `el` as the `k`-th child of `root`, in place of the one there: a view redrawn a part per
+ * task keeps its height meanwhile. Children after the last part are removed with trimChildren.
+ */
+export function placeChild(root, k, el) {
+  const old = root.children[k];
+  if (old) old.replaceWith(el);
+  else root.append(el);
+}
+
+export function trimChildren(root, count) {
+  while (root.children.length > count) root.lastElementChild.remove();
+}
+
 export function clear(node) {
   while (node.firstChild) node.firstChild.remove();
   return node;

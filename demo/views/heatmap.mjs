@@ -2,10 +2,11 @@
 // attribution to each input token evolves with depth). The SVG is both what the page shows and
 // what is exported, so it uses presentation attributes only.
 import { svg, textWidth, ellipsize, showToken, FONT } from '../dom.mjs';
-import { color, fmt, legendGroup, rgb } from '../colors.mjs';
+import { color, fmt, legendGroup, rgbInto } from '../colors.mjs';
 import { METHOD_LABEL, legendRange, scaler } from './common.mjs';
 
 const MAX_RECTS = 1200;  // above this the cells are drawn as one image (fast to draw and export)
+const PENDING_RGB = [238, 240, 243];
 
 /**
  * @returns {SVGSVGElement} with data-method; cells carry data-layer / data-index / data-value.
@@ -61,11 +62,12 @@ export function heatmapSVG({ tokens, method, result, target, layer, scale, width
     rows.forEach((row, li) => {
       const norm = rowScaler(row);
       const y = L - 1 - li;
-      row.forEach((v, j) => {
-        const [r, g, b] = row === pending ? [238, 240, 243] : rgb(norm(v));
+      for (let j = 0; j < n; j++) {
         const o = (y * n + j) * 4;
-        img.data[o] = r; img.data[o + 1] = g; img.data[o + 2] = b; img.data[o + 3] = 255;
-      });
+        if (row === pending) img.data.set(PENDING_RGB, o);
+        else rgbInto(img.data, o, norm(row[j]));
+        img.data[o + 3] = 255;
+      }
     });
     ctx.putImageData(img, 0, 0);
     grid.append(svg('image', {

@@ -1,19 +1,20 @@
 // Token strips: one row per (method, target); every input token shaded by its score at the
 // selected layer. Cells follow the page's test contract (data-testid="token-score" etc.) and use
 // a roving tabindex: Tab enters a strip, arrow keys move, Enter/Space makes the token the target.
-import { h, svg, textWidth, FONT, cellShown, showToken, tokenLabel } from '../dom.mjs';
+import { h, svg, textWidth, FONT, cellShown, placeChild, showToken, tokenLabel, trimChildren } from '../dom.mjs';
 import { color, fmt, legendGroup, textColor } from '../colors.mjs';
 import { METHOD_LABEL, METHOD_NOTE, paint, ranks, scaler, legendRange } from './common.mjs';
 
 /**
+ * Draws the strips a strip per step (a generator: the caller yields to the browser between steps,
+ * so 512-token strips are three tasks and three frames, not one long task and one long frame).
  * @param {HTMLElement} root
  * @param {{tokens: string[], layer: number, targets: number[], methods: string[],
  *          results: Record<string, import('../../web/client.mjs').WorkerResult>, scale: string,
  *          onSelect: (index: number, add: boolean) => void, onInspect: (info: object|null) => void}} p
  */
-export function renderStrips(root, p) {
+export function* renderStrips(root, p) {
   const { tokens, layer, targets, methods, results, scale } = p;
-  const frag = document.createDocumentFragment();
   const allRows = [];
   for (const m of methods) for (const t of targets) allRows.push(results[m].scoresFor(layer, t));
   const rowScaler = scaler(scale, allRows);
@@ -46,7 +47,7 @@ export function renderStrips(root, p) {
         paint(cell, norm(v));
         cells.append(cell);
       });
-      frag.append(h('div', { class: 'strip', 'data-method': method }, [
+      placeChild(root, k - 1, h('div', { class: 'strip', 'data-method': method }, [
         h('div', { class: 'strip-label' }, [
           h('span', { class: `method-name m-${method}` }, METHOD_LABEL[method]),
           h('span', { class: 'strip-sub' }, targets.length > 1
@@ -56,9 +57,10 @@ export function renderStrips(root, p) {
         ]),
         cells,
       ]));
+      yield;
     }
   }
-  root.replaceChildren(frag);
+  trimChildren(root, k);
 }
 
 /** Wires the strip container once: delegation for click, keys, hover and focus. */
