@@ -9,8 +9,10 @@
 // go back to what is displayed, so the page is always in a consistent, usable state.
 import { AttnflowWorker } from '../web/client.mjs';
 import { ParallelAttention } from '../web/parallel.mjs';
-import { clear, h, svg, ellipsize, placeChild, showToken, trimChildren, FONT } from './dom.mjs';
-import { PALETTES, PALETTE_NAMES, fmt, legendGroup, setPalette } from './colors.mjs';
+import { clear, placeChild, trimChildren } from './dom.mjs';
+import { FONT, h, svg } from '../web/view/dom.mjs';
+import { ellipsize, fmt, showToken } from '../web/view/labels.mjs';
+import { PALETTES, PALETTE_NAMES, legendGroup, setPalette } from './colors.mjs';
 import { METHODS, METHOD_LABEL, legendRange } from './views/common.mjs';
 import { renderStrips, stripsSVG, wireStrips } from './views/strips.mjs';
 import { heatmapCellAt, heatmapSVG } from './views/heatmap.mjs';

@@ -41,17 +41,3 @@ export function paint(el, t) {
   el.style.backgroundColor = color(t);
   el.style.color = textColor(t);
 }
-
-/** 1-based rank of each value (1 = largest), ties share the best rank. */
-export function ranks(values) {
-  const order = [...values.keys()].sort((a, b) => values[b] - values[a]);
-  const r = new Array(values.length);
-  let prev = NaN;
-  let rank = 0;
-  order.forEach((idx, k) => {
-    if (!(Math.abs(values[idx] - prev) <= 1e-12)) rank = k + 1;
-    prev = values[idx];
-    r[idx] = rank;
-  });
-  return r;
-}

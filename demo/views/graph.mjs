@@ -2,8 +2,10 @@
 // edge (l, i) -> (l-1, j) for every residual-mixed attention weight A[l][i][j] above the
 // threshold, width by weight. The minimum cut of the selected flow (source = target token at
 // layer ℓ, sink = one input token) is drawn on top in vermillion.
-import { svg, textWidth, ellipsize, showToken, FONT } from '../dom.mjs';
-import { color, fmt, legendGroup } from '../colors.mjs';
+import { textWidth } from '../dom.mjs';
+import { FONT, svg } from '../../web/view/dom.mjs';
+import { ellipsize, fmt, showToken } from '../../web/view/labels.mjs';
+import { color, legendGroup } from '../colors.mjs';
 
 export const MAX_EDGES = 6000;
 const CUT = '#d55e00';

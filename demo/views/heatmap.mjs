@@ -1,8 +1,10 @@
 // Layer x input-token heatmap of one method for one target row (the paper's figure: how the
 // attribution to each input token evolves with depth). The SVG is both what the page shows and
 // what is exported, so it uses presentation attributes only.
-import { svg, textWidth, ellipsize, showToken, FONT } from '../dom.mjs';
-import { color, fmt, legendGroup, rgbInto } from '../colors.mjs';
+import { textWidth } from '../dom.mjs';
+import { FONT, svg } from '../../web/view/dom.mjs';
+import { ellipsize, fmt, showToken } from '../../web/view/labels.mjs';
+import { color, legendGroup, rgbInto } from '../colors.mjs';
 import { METHOD_LABEL, legendRange, scaler } from './common.mjs';
 
 const MAX_RECTS = 1200;  // above this the cells are drawn as one image (fast to draw and export)

@@ -1,8 +1,10 @@
 // The input file's "meta" (if any): the model's label and prediction, per-token importance from
 // other methods (blank-out, gradient) as strips, and Spearman's rank correlation of each
 // attention method with them, layer by layer (the paper's Table 2 analysis, for the target row).
-import { h, svg, FONT, cellShown, ellipsize, showToken, textWidth, tokenLabel } from '../dom.mjs';
-import { color, fmt, textColor } from '../colors.mjs';
+import { textWidth } from '../dom.mjs';
+import { FONT, h, svg } from '../../web/view/dom.mjs';
+import { cellShown, ellipsize, fmt, showToken, tokenLabel } from '../../web/view/labels.mjs';
+import { color, textColor } from '../colors.mjs';
 import { METHOD_LABEL, paint, scaler } from './common.mjs';
 
 const MEASURES = { blankout: 'Blank-out', gradient: 'Input gradient' };

@@ -1,9 +1,11 @@
 // Token strips: one row per (method, target); every input token shaded by its score at the
 // selected layer. Cells follow the page's test contract (data-testid="token-score" etc.) and use
 // a roving tabindex: Tab enters a strip, arrow keys move, Enter/Space makes the token the target.
-import { h, svg, textWidth, FONT, cellShown, placeChild, showToken, tokenLabel, trimChildren } from '../dom.mjs';
-import { color, fmt, legendGroup, textColor } from '../colors.mjs';
-import { METHOD_LABEL, METHOD_NOTE, paint, ranks, scaler, legendRange } from './common.mjs';
+import { placeChild, textWidth, trimChildren } from '../dom.mjs';
+import { FONT, h, svg } from '../../web/view/dom.mjs';
+import { cellShown, fmt, ranks, showToken, tokenLabel } from '../../web/view/labels.mjs';
+import { color, legendGroup, textColor } from '../colors.mjs';
+import { METHOD_LABEL, METHOD_NOTE, paint, scaler, legendRange } from './common.mjs';
 
 /**
  * Draws the strips a strip per step (a generator: the caller yields to the browser between steps,

@@ -6,6 +6,8 @@ import type { WorkerResult } from 'attnflow/client';
 import { ParallelAttention, computeParallel } from 'attnflow/parallel';
 import { openAttentionFile } from 'attnflow/node';
 import type { AttentionFile } from 'attnflow/node';
+import { renderTokenStrips } from 'attnflow/view';
+import type { Palette, TokenStripsOptions } from 'attnflow/view';
 
 export async function usage(bytes: Uint8Array): Promise<number> {
   await init();
@@ -47,4 +49,18 @@ export async function usage(bytes: Uint8Array): Promise<number> {
     if (error instanceof AttnflowError && error.code === 'E_OPTION') return -1;
     throw error;
   }
+}
+
+// attnflow/view: a Result drawn into a page.
+export function drawView(container: HTMLElement, result: Result, worker: WorkerResult): HTMLElement {
+  const options: TokenStripsOptions = {
+    layer: result.layers[0], rows: [0], palette: 'cividis', scale: 'absolute',
+    onSelect: (index: number, row: number) => console.log(result.tokens[index], row),
+    label: (row, layer) => `row ${row}, layer ${layer}`,
+  };
+  const palette: Palette = 'blues';
+  renderTokenStrips(container, worker, { palette });
+  // @ts-expect-error: not one of the palettes
+  renderTokenStrips(container, result, { palette: 'jet' });
+  return renderTokenStrips(container, result, options);
 }

@@ -1,0 +1,248 @@
+// The drop-in view (attnflow/view, web/view.mjs) in Chromium, on a bare page of the test server's
+// origin: no CSS of its own, and the explorer's strict Content-Security-Policy (style-src 'self'),
+// as a careful embedder would serve it. The page computes flow itself and draws it.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { CSP } from '../../scripts/serve.mjs';
+import { OUT, ROOT, launch, randomAttention, startServer, toJson } from './helpers.mjs';
+
+const HOSTILE = '<img src=x onerror="window.pwned=1">';
+const LONG = 'x'.repeat(40);
+const TOKENS = [HOSTILE, '', ' ', LONG, '\u202e'];
+// What the cells show: the visible form, cut to 24 characters.
+const SHOWN = [`${HOSTILE.slice(0, 23)}…`, '∅', '·', `${LONG.slice(0, 23)}…`, '⟨RLO⟩'];
+const ATTENTION = { tokens: TOKENS, attentions: JSON.parse(toJson(TOKENS, randomAttention({ L: 2, H: 1, n: 5, seed: 11 }), 2, 1)).attentions };
+const VIRIDIS_TOP = 'rgb(253, 231, 37)';  // #fde725
+
+let server;
+let browser;
+before(async () => {
+  mkdirSync(OUT, { recursive: true });
+  server = await startServer();
+  browser = await launch();
+});
+after(async () => {
+  await browser?.close();
+  server?.close();
+});
+
+/**
+ * A bare page (no stylesheet, only a container) with the package imported and flow computed for
+ * every layer and row: window.view = {renderTokenStrips, result, host}.
+ */
+async function openViewPage({ width = 1000 } = {}) {
+  const page = await browser.newPage({ viewport: { width, height: 700 } });
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  const url = `${server.origin}/embedding-page.html`;
+  await page.route(url, (route) => route.fulfill({
+    status: 200,
+    contentType: 'text/html; charset=utf-8',
+    headers: { 'Content-Security-Policy': CSP },
+    body: '<!doctype html><html lang="en"><meta charset="utf-8"><title>embedder</title><body><h1>Embedder</h1><div id="host"></div><button id="outside">a page button</button>',
+  }));
+  await page.goto(url);
+  await page.evaluate(async (input) => {
+    document.addEventListener('securitypolicyviolation', (e) => { window.violations = [...(window.violations ?? []), e.violatedDirective]; });
+    const { renderTokenStrips } = await import('/web/view.mjs');
+    const { compute, loadAttention } = await import('/web/index.mjs');
+    const result = await compute(await loadAttention(input), 'flow', { layers: 'all', rows: 'all' });
+    window.view = { renderTokenStrips, result, host: document.getElementById('host') };
+  }, ATTENTION);
+  return { page, errors };
+}
+
+test('view: one cell per token per row, tokens as text, values and colours of the result, no page CSS needed', { timeout: 60_000 }, async () => {
+  const { page, errors } = await openViewPage({ width: 360 });
+  const out = await page.evaluate(async () => {
+    const { renderTokenStrips, result, host } = window.view;
+    const root = renderTokenStrips(host, result);
+    await new Promise((resolve) => setTimeout(resolve, 200));  // an injected <img> would have fired onerror by now
+    const strips = [...root.querySelectorAll('.attnflow-strip')];
+    const hostBox = host.getBoundingClientRect();
+    return {
+      returnedIsChild: host.firstElementChild === root && host.children.length === 1,
+      layer: root.dataset.layer,
+      images: document.querySelectorAll('img').length,
+      pwned: window.pwned,
+      captions: strips.map((s) => s.querySelector('.attnflow-caption').textContent),
+      strips: strips.map((s) => ({
+        row: Number(s.dataset.row),
+        expected: Array.from(result.scoresFor(2, Number(s.dataset.row)), String),
+        cells: [...s.querySelectorAll('[data-index]')].map((c) => {
+          const style = getComputedStyle(c);
+          const box = c.getBoundingClientRect();
+          return {
+            index: c.dataset.index, value: c.dataset.value, text: c.textContent, title: c.title,
+            label: c.getAttribute('aria-label'), tag: c.tagName, tabIndex: c.tabIndex,
+            background: style.backgroundColor, color: style.color, fontSize: style.fontSize,
+            top: box.top, right: box.right,
+          };
+        }),
+      })),
+      hostRight: hostBox.right,
+      wrap: getComputedStyle(root.querySelector('.attnflow-cells')).flexWrap,
+      pageSheets: document.styleSheets.length,
+      adopted: document.adoptedStyleSheets.flatMap((s) => [...s.cssRules].map((r) => r.selectorText)),
+      outsideButtonRadius: getComputedStyle(document.getElementById('outside')).borderTopLeftRadius,
+      violations: window.violations ?? [],
+    };
+  });
+  await page.screenshot({ path: `${OUT}view.png`, fullPage: true });
+
+  assert.ok(out.returnedIsChild, 'the returned root is the container\'s only child');
+  assert.equal(out.layer, '2', 'default layer: the deepest in the result');
+  assert.equal(out.images, 0, 'no element was made from a token');
+  assert.equal(out.pwned, undefined);
+  assert.deepEqual(out.strips.map((s) => s.row), [0, 1, 2, 3, 4], 'default rows: all of the result\'s');
+  assert.equal(out.captions[0], `flow, layer 2, target 0 “${SHOWN[0]}”`);
+  assert.equal(out.captions[4], 'flow, layer 2, target 4 “⟨RLO⟩”');
+  for (const strip of out.strips) {
+    assert.equal(strip.cells.length, TOKENS.length);
+    assert.deepEqual(strip.cells.map((c) => c.index), ['0', '1', '2', '3', '4']);
+    assert.deepEqual(strip.cells.map((c) => c.text), SHOWN);
+    assert.deepEqual(strip.cells.map((c) => c.value), strip.expected, 'data-value: the score, full precision');
+    assert.ok(strip.cells.every((c) => c.tag === 'SPAN' && c.tabIndex === -1 && !c.title.includes('\u202e')), 'without onSelect cells are not focusable');
+    assert.match(strip.cells[1].label, /^empty token: [\d.e-]+, rank [1-5] of 5$/);
+    assert.match(strip.cells[0].title, /^<img src=x onerror="window\.pwned=1">: /, 'the title holds the whole token, as text');
+    assert.match(strip.cells[4].title, /^⟨RLO⟩: /);
+    // 'row' scale: the top score gets the palette's last colour, and black text on it (WCAG).
+    const values = strip.expected.map(Number);
+    const top = values.indexOf(Math.max(...values));
+    assert.equal(strip.cells[top].background, VIRIDIS_TOP);
+    assert.equal(strip.cells[top].color, 'rgb(0, 0, 0)');
+    values.forEach((v, i) => {
+      if (v < 0.9 * values[top]) assert.notEqual(strip.cells[i].background, VIRIDIS_TOP, `row ${strip.row}, token ${i}`);
+    });
+    assert.ok(new Set(strip.cells.map((c) => c.background)).size >= 2);
+    // The view's own stylesheet applies (no page CSS); 360 px is too narrow for one line.
+    assert.ok(strip.cells.every((c) => c.fontSize === '14px' && c.right <= out.hostRight + 0.5));
+    assert.ok(new Set(strip.cells.map((c) => c.top)).size >= 2, 'cells wrap to the container width');
+  }
+  assert.equal(out.wrap, 'wrap');
+  assert.equal(out.pageSheets, 0, 'no <style> or <link> was added to the page');
+  assert.ok(out.adopted.length > 0 && out.adopted.every((s) => s.split(',').every((part) => part.includes('.attnflow-'))), out.adopted.join(' | '));
+  assert.equal(out.outsideButtonRadius, '0px', 'the page\'s own buttons are not styled by the view');
+  assert.deepEqual(out.violations, [], 'nothing the view does is refused by style-src \'self\'');
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('view: onSelect on click, Enter and Space; arrow keys, Home and End move one tab stop per strip', { timeout: 60_000 }, async () => {
+  const { page, errors } = await openViewPage();
+  await page.evaluate(() => {
+    const { renderTokenStrips, result, host } = window.view;
+    window.selected = [];
+    renderTokenStrips(host, result, { layer: 1, rows: [3, 0], onSelect: (index, row) => window.selected.push([index, row]) });
+  });
+  const strip = (row) => `.attnflow-strip[data-row="${row}"]`;
+  await page.click(`${strip(0)} [data-index="3"]`);
+  await page.keyboard.press('Shift+Tab');  // back to the first strip (row 3): its one tab stop, the first cell
+  await page.keyboard.press('ArrowRight');
+  await page.keyboard.press('Enter');
+  const stops = await page.$$eval(`${strip(3)} [data-index]`, (cells) => cells.map((c) => c.tabIndex));
+  await page.keyboard.press('End');
+  await page.keyboard.press(' ');
+  await page.keyboard.press('Home');
+  await page.keyboard.press('ArrowLeft');  // nothing before the first cell: the focus stays
+  await page.keyboard.press('Enter');
+  await page.keyboard.press('Tab');  // on to the next strip (row 0), where the click left its tab stop
+  await page.keyboard.press('Enter');
+  const out = await page.evaluate(() => ({
+    selected: window.selected,
+    tags: [...new Set([...document.querySelectorAll('.attnflow-cell')].map((c) => c.tagName))],
+  }));
+  assert.deepEqual(out.selected, [[3, 0], [1, 3], [4, 3], [0, 3], [3, 0]]);
+  assert.deepEqual(stops, [-1, 0, -1, -1, -1], 'the tab stop moved with the focus');
+  assert.deepEqual(out.tags, ['BUTTON']);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('view: options are checked (E_OPTION, the previous view stays); drawing again replaces the view', { timeout: 60_000 }, async () => {
+  const { page, errors } = await openViewPage();
+  const out = await page.evaluate(async () => {
+    const { renderTokenStrips, result, host } = window.view;
+    const { compute, loadAttention } = await import('/web/index.mjs');
+    const attempt = (res, options) => {
+      try {
+        renderTokenStrips(host, res, options);
+        return 'drawn';
+      } catch (e) {
+        return `${e.name} ${e.code}: ${e.message}`;
+      }
+    };
+    const first = renderTokenStrips(host, result, { rows: [1] });
+    const lastOnly = await compute(await loadAttention({ tokens: ['a', 'b'], attentions: [[[[1, 0], [0.5, 0.5]]], [[[1, 0], [0.5, 0.5]]]] }), 'rollout', { rows: [1] });
+    const r = {
+      layer3: attempt(result, { layer: 3 }),
+      layerNotComputed: attempt(lastOnly, { layer: 1 }),
+      palette: attempt(result, { palette: 'jet' }),
+      scale: attempt(result, { scale: 'log' }),
+      rows: attempt(result, { rows: [7] }),
+      rowNotComputed: attempt(lastOnly, { rows: [0] }),
+      onSelect: attempt(result, { onSelect: 'yes' }),
+      notAResult: attempt({ tokens: ['a'] }),
+      notAnElement: (() => { try { renderTokenStrips('#host', result); return 'drawn'; } catch (e) { return e.code; } })(),
+      firstStays: host.firstElementChild === first,
+    };
+    // Twice into one container: one view, one stylesheet.
+    renderTokenStrips(host, result, { palette: 'blues', scale: 'absolute', rows: [2], layer: 1, label: () => '' });
+    const second = renderTokenStrips(host, lastOnly, { palette: 'blues', scale: 'absolute', label: (row, layer) => `row ${row} at ${layer}` });
+    r.views = document.querySelectorAll('.attnflow-strips').length;
+    r.children = host.children.length;
+    r.secondIsChild = host.firstElementChild === second;
+    r.sheets = document.adoptedStyleSheets.length;
+    r.caption = second.querySelector('.attnflow-caption').textContent;
+    r.cells = [...second.querySelectorAll('[data-index]')].map((c) => [Number(c.dataset.value), getComputedStyle(c).backgroundColor]);
+    return r;
+  });
+  assert.match(out.layer3, /^AttnflowError E_OPTION: layer 3 is not in this result \(layers 1, 2/);
+  assert.match(out.layerNotComputed, /^AttnflowError E_OPTION: layer 1 is not in this result \(layers 2;/);
+  assert.match(out.palette, /^AttnflowError E_OPTION: palette must be one of viridis, cividis, blues \(got "jet"\)/);
+  assert.match(out.scale, /^AttnflowError E_OPTION: scale must be one of row, absolute/);
+  assert.match(out.rows, /^AttnflowError E_OPTION: rows: 7 is not in this result \(rows 0, 1, 2, 3, 4\)/);
+  assert.match(out.rowNotComputed, /^AttnflowError E_OPTION: rows: 0 is not in this result \(rows 1\)/);
+  assert.match(out.onSelect, /^AttnflowError E_OPTION: onSelect must be a function/);
+  assert.match(out.notAResult, /^AttnflowError E_OPTION: result must be a Result/);
+  assert.equal(out.notAnElement, 'E_OPTION');
+  assert.ok(out.firstStays, 'a refused call leaves the view as it was');
+  assert.equal(out.views, 1);
+  assert.equal(out.children, 1);
+  assert.ok(out.secondIsChild);
+  assert.equal(out.sheets, 1, 'the stylesheet is added once');
+  assert.equal(out.caption, 'row 1 at 2');
+  // Rollout of A = [[1, 0], [0.25, 0.75]] (alpha 0.5) twice, row 1: [0.4375, 0.5625]. 'absolute'
+  // colours the scores as they are: 3.5 and 4.5 stops along ColorBrewer blues (not its last stop,
+  // which 'row' would give 0.5625).
+  assert.deepEqual(out.cells.map(([v]) => v), [0.4375, 0.5625]);
+  assert.deepEqual(out.cells.map(([, background]) => background), ['rgb(133, 188, 220)', 'rgb(87, 160, 206)']);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('view: the README\'s page runs as written (from the repository root, as a static server serves it)', { timeout: 60_000 }, async () => {
+  const readme = readFileSync(`${ROOT}README.md`, 'utf8');
+  const html = readme.slice(readme.indexOf('## A drop-in view')).match(/```html\n([\s\S]*?)```/)[1];
+  const page = await browser.newPage();
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  // Its inline scripts need a server without the explorer's policy, as the README says.
+  const url = `${server.origin}/readme-view.html`;
+  await page.route(url, (route) => route.fulfill({ status: 200, contentType: 'text/html; charset=utf-8', body: html }));
+  await page.goto(url);
+  await page.waitForSelector('.attnflow-strip[data-row="4"] [data-index="3"]', { timeout: 30_000 });
+  await page.click('.attnflow-strip[data-row="4"] [data-index="3"]');
+  const out = await page.evaluate(() => ({
+    layer: document.querySelector('.attnflow-strips').dataset.layer,
+    strips: document.querySelectorAll('.attnflow-strip').length,
+    value: document.querySelector('.attnflow-strip[data-row="4"] [data-index="3"]').dataset.value,
+    picked: document.getElementById('picked').textContent,
+  }));
+  assert.equal(out.layer, '3');
+  assert.equal(out.strips, 2);
+  assert.equal(out.picked, `target 4 draws ${out.value} on buses`);
+  assert.deepEqual(errors, []);
+  await page.close();
+});

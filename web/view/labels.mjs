@@ -1,0 +1,62 @@
+// How tokens and scores read in cells, captions and tooltips. Tokens are untrusted text: these
+// functions only make them visible and short; they go into a page as text nodes, never as markup.
+
+/** Shortens long tokens for axis labels (the full text stays available in titles and tooltips). */
+export function ellipsize(text, max = 14) {
+  const chars = [...text];
+  return chars.length > max ? `${chars.slice(0, max - 1).join('')}…` : text;
+}
+
+// Characters that change the direction of the text around them: inside a token they would
+// reorder the page's own text after it (a caption, the read-out), so they are shown by name.
+const BIDI_CONTROLS = {
+  '\u061c': 'ALM', '\u200e': 'LRM', '\u200f': 'RLM', '\u202a': 'LRE', '\u202b': 'RLE', '\u202c': 'PDF',
+  '\u202d': 'LRO', '\u202e': 'RLO', '\u2066': 'LRI', '\u2067': 'RLI', '\u2068': 'FSI', '\u2069': 'PDI',
+};
+const BIDI_PATTERN = new RegExp(`[${Object.keys(BIDI_CONTROLS).join('')}]`, 'g');
+
+/**
+ * A visible form of a token: whitespace and direction controls made visible, so " ", "\n" and
+ * "" tokens do not vanish and no token reorders the text around it.
+ */
+export function showToken(text) {
+  if (text === '') return '∅';
+  return text.replace(/\n/g, '⏎').replace(/\t/g, '⇥').replace(/^ +| +$/g, (m) => '·'.repeat(m.length))
+    .replace(BIDI_PATTERN, (c) => `⟨${BIDI_CONTROLS[c]}⟩`);
+}
+
+/** A token as a cell shows it: its visible form, at most 24 characters (longer would widen the page). */
+export const tokenLabel = (text) => ellipsize(showToken(text), 24);
+
+/**
+ * The label of a token cell whose text (the token itself, as the explorer's test contract says)
+ * would not show as it is: blank, invisible or direction-changing characters, or too long. The
+ * cell shows it instead (CSS, `data-shown`); undefined when the token shows as itself.
+ */
+export function cellShown(text) {
+  const label = tokenLabel(text);
+  return label === text ? undefined : label;
+}
+
+/** A compact number for labels: 0.1234, 1.2e-5. */
+export function fmt(v, digits = 4) {
+  if (!Number.isFinite(v)) return String(v);
+  if (v === 0) return '0';
+  const a = Math.abs(v);
+  if (a >= 1e-3 && a < 1e4) return Number(v.toFixed(digits)).toString();
+  return v.toExponential(2);
+}
+
+/** 1-based rank of each value (1 = largest), ties share the best rank. */
+export function ranks(values) {
+  const order = [...values.keys()].sort((a, b) => values[b] - values[a]);
+  const r = new Array(values.length);
+  let prev = NaN;
+  let rank = 0;
+  order.forEach((idx, k) => {
+    if (!(Math.abs(values[idx] - prev) <= 1e-12)) rank = k + 1;
+    prev = values[idx];
+    r[idx] = rank;
+  });
+  return r;
+}
