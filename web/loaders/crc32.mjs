@@ -2,7 +2,7 @@
 // .npz, .pt or .gz is refused as Python's zipfile and gzip modules refuse it, instead of loading
 // wrong numbers. Neither fflate (which inflates for us) nor the browser checks it, fflate does not
 // export its CRC, and the crc-32 package on npm ships only a UMD script, which a page cannot
-// import without a bundler. Slicing by 8 (eight 256-entry tables): ~1 GB/s in V8.
+// import without a bundler. Slicing by 8 (eight 256-entry tables): ~1.1 GB/s in V8 (Node 20).
 
 const TABLES = (() => {
   const t = new Int32Array(8 * 256);
@@ -17,17 +17,30 @@ const TABLES = (() => {
   return t;
 })();
 
+// Words are read through an Int32Array (one load for four bytes: ~1.3x faster than bytes), which
+// is in the platform's byte order: the little-endian step below needs little-endian words.
+const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
+
 /** The CRC-32 of the bytes so far (`crc`, 0 before any) followed by `bytes`, as an unsigned number. */
 export function crc32(crc, bytes) {
   const t = TABLES;
   let c = ~crc;
   let i = 0;
-  for (const end = bytes.length - 8; i <= end; i += 8) {
-    const x = c ^ (bytes[i] | (bytes[i + 1] << 8) | (bytes[i + 2] << 16) | (bytes[i + 3] << 24));
-    c = t[1792 + (x & 0xff)] ^ t[1536 + ((x >>> 8) & 0xff)] ^ t[1280 + ((x >>> 16) & 0xff)] ^ t[1024 + (x >>> 24)] ^
-      t[768 + bytes[i + 4]] ^ t[512 + bytes[i + 5]] ^ t[256 + bytes[i + 6]] ^ t[bytes[i + 7]];
+  const step = () => { c = t[(c ^ bytes[i++]) & 0xff] ^ (c >>> 8); };
+  if (LITTLE_ENDIAN) {
+    // Byte by byte up to a 4-byte boundary, then 8 bytes (two words) at a time.
+    const head = Math.min(bytes.length, (4 - (bytes.byteOffset & 3)) & 3);
+    while (i < head) step();
+    const words = new Int32Array(bytes.buffer, bytes.byteOffset + i, ((bytes.length - i) >>> 3) * 2);
+    for (let k = 0; k < words.length; k += 2) {
+      const x = c ^ words[k];
+      const y = words[k + 1];
+      c = t[1792 + (x & 0xff)] ^ t[1536 + ((x >>> 8) & 0xff)] ^ t[1280 + ((x >>> 16) & 0xff)] ^ t[1024 + (x >>> 24)] ^
+        t[768 + (y & 0xff)] ^ t[512 + ((y >>> 8) & 0xff)] ^ t[256 + ((y >>> 16) & 0xff)] ^ t[y >>> 24];
+    }
+    i += words.length * 4;
   }
-  for (; i < bytes.length; i++) c = t[(c ^ bytes[i]) & 0xff] ^ (c >>> 8);
+  while (i < bytes.length) step();
   return ~c >>> 0;
 }
 
