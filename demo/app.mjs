@@ -12,7 +12,9 @@ import { ParallelAttention } from '../web/parallel.mjs';
 import { clear, placeChild, trimChildren } from './dom.mjs';
 import { FONT, h, svg } from '../web/view/dom.mjs';
 import { ellipsize, fmt, showToken } from '../web/view/labels.mjs';
-import { PALETTES, PALETTE_NAMES, legendGroup, setPalette } from './colors.mjs';
+import { PALETTES, PALETTE_NAMES, legendGroup, paletteName, setPalette } from './colors.mjs';
+import { renderPatchGrid } from '../web/view.mjs';
+import { patchLayout } from '../web/view/patches.mjs';
 import { METHODS, METHOD_LABEL, legendRange } from './views/common.mjs';
 import { renderStrips, stripsSVG, wireStrips } from './views/strips.mjs';
 import { heatmapCellAt, heatmapSVG } from './views/heatmap.mjs';
@@ -27,6 +29,9 @@ const STALE_MS = 250;
 const PARALLEL_MAX_BYTES = 64 * 2 ** 20;
 const PROGRESSIVE_TOKENS = 96;  // from this many tokens, flow for all layers comes second
 const MAX_TARGETS = 6;
+// The smallest patch grid of common image models (ViT-B/32 at 224 px): smaller squares are
+// usually sentences (bundled examples of 10, 11, 18 and 25 tokens would make 3 x 3 to 5 x 5).
+const MIN_PATCH_SIDE = 7;
 const $ = (id) => document.getElementById(id);
 
 const ui = {
@@ -45,6 +50,8 @@ const ui = {
   sink: $('sink'), edgeFilter: $('edge-filter'), threshold: $('threshold'), thresholdOut: $('threshold-out'),
   bottleneck: $('bottleneck'), graph: $('graph'),
   metaPanel: $('panel-meta'), meta: $('meta'), dropzone: $('dropzone'),
+  patchesPanel: $('panel-patches'), patches: $('patches'), patchesSub: $('patches-sub'), patchesLegend: $('patches-legend'),
+  patchImage: $('patch-image'), patchImageClear: $('patch-image-clear'), patchSkip: $('patch-skip'),
 };
 
 const client = new AttnflowWorker();
@@ -61,6 +68,7 @@ let causal = false;       // the input on display looks like a decoder's (causal
 let shown = null;         // {settings, results, graph} on display
 let generation = 0;
 let running = null;       // {gen, started, long} while a refresh waits for the worker
+let patchImage = null;    // ImageBitmap drawn under the patch grids (read here, never sent)
 
 // ---------------------------------------------------------------------------------------------
 // Result cache: per fusion/heads(/alpha/discard), results for all layers and some rows.
@@ -271,6 +279,11 @@ function buildInputControls() {
   if (causal) parts.push(' · ', h('span', { class: 'badge neutral', title: 'no attention above the diagonal: the default target is the last token, and early tokens score higher by position alone (see "Normalise by receptive field")' }, 'causal'));
   if (s.meta?.synthetic === true) parts.push(' ', h('span', { class: 'badge' }, 'synthetic'));
   ui.inputInfo.replaceChildren(...parts);
+  const patches = patchDefault(s.numTokens);
+  ui.patchesPanel.hidden = !patches;
+  if (!patches) ui.patches.replaceChildren();  // no grids of an earlier input kept behind
+  ui.patchSkip.max = String(s.numTokens - 1);
+  ui.patchSkip.value = patches ? String(patches.skip) : '';
   if (s.warnings?.length) {
     ui.warnings.replaceChildren(h('details', {}, [
       h('summary', {}, `${s.warnings.length} warning${s.warnings.length === 1 ? '' : 's'} while reading the file`),
@@ -417,20 +430,24 @@ ui.cancel.addEventListener('click', () => {
 });
 ui.computeAll.addEventListener('click', () => refresh({ all: true }));
 
+/** Makes token `index` the target (add: adds or removes it among the targets). */
+function selectTarget(index, { add = false, focus = null } = {}) {
+  if (add) {
+    const t = settings.targets.includes(index)
+      ? settings.targets.filter((x) => x !== index)
+      : [...settings.targets, index].slice(-MAX_TARGETS);
+    if (!t.length) return;
+    settings.targets = t;
+  } else {
+    settings.targets = [index];
+  }
+  resetSink();
+  syncControls(settings);  // the target select follows the click
+  refresh({ focus });
+}
+
 wireStrips(ui.strips, {
-  onSelect(index, add) {
-    if (add) {
-      const t = settings.targets.includes(index)
-        ? settings.targets.filter((x) => x !== index)
-        : [...settings.targets, index].slice(-MAX_TARGETS);
-      if (!t.length) return;
-      settings.targets = t;
-    } else {
-      settings.targets = [index];
-    }
-    resetSink();
-    refresh({ focus: index });
-  },
+  onSelect: (index, add) => selectTarget(index, { add, focus: index }),
   onInspect: inspect,
 });
 
@@ -472,6 +489,29 @@ ui.graph.addEventListener('click', (e) => {
   ui.sink.value = String(settings.sink);
   refresh();
 });
+
+// The patch grids: an image under them, and how many special tokens come before the patches.
+ui.patchImage.addEventListener('change', async () => {
+  const file = ui.patchImage.files?.[0];
+  if (!file) return;
+  try {
+    const bitmap = await createImageBitmap(file);
+    patchImage?.close();
+    patchImage = bitmap;
+  } catch {
+    showError(new Error(`${file.name}: not an image this browser can read`));
+  }
+  ui.patchImageClear.hidden = !patchImage;
+  redrawPatches();
+});
+ui.patchImageClear.addEventListener('click', () => {
+  patchImage?.close();
+  patchImage = null;
+  ui.patchImage.value = '';
+  ui.patchImageClear.hidden = true;
+  redrawPatches();
+});
+ui.patchSkip.addEventListener('input', redrawPatches);
 
 // Examples and files.
 ui.example.addEventListener('change', () => loadExample(ui.example.value));
@@ -737,6 +777,7 @@ async function draw(gen = generation) {
   });
   // Each view ends on a yield (a frame) or on a cheap step, so the next view starts right away.
   if (!(await stepwise('strips', strips, gen, mine))) return gen === generation;
+  if (!(await stepwise('patches', patchSteps(v), gen, mine))) return gen === generation;
   if (!(await stepwise('heatmaps', heatmapSteps(v), gen, mine))) return gen === generation;
   if (!(await stepwise('graph', graphSteps(), gen, mine))) return gen === generation;
   timed('meta', () => drawMeta(v));
@@ -749,6 +790,60 @@ function drawMeta(v) {
     target: v.targets[0], layer: v.layer, scale: v.scale, numLayers: summary.numLayers,
   });
   ui.metaPanel.hidden = !hasMeta;
+}
+
+/**
+ * The patch layout of an input of n tokens by the package's default rule (1, 2 or 0 special
+ * tokens, then a square), or null when it is not an image's: no square, or a small one.
+ */
+function patchDefault(n) {
+  try {
+    const layout = patchLayout(n);
+    return layout.rows >= MIN_PATCH_SIDE ? layout : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The patch grids, one per shown method, for the first target at the layer (one per step). */
+function* patchSteps(v) {
+  if (ui.patchesPanel.hidden) return;
+  const target = v.targets[0];
+  let layout;
+  try {
+    layout = patchLayout(summary.numTokens, { skip: ui.patchSkip.valueAsNumber });
+  } catch (error) {
+    ui.patchesSub.textContent = error.message;
+    trimChildren(ui.patches, 0);
+    return;
+  }
+  const { skip, rows, cols } = layout;
+  const gap = 16;
+  const width = ui.patches.clientWidth || 900;
+  const size = Math.max(160, Math.min(320, Math.floor((width - (v.methods.length - 1) * gap) / v.methods.length)));
+  ui.patchesSub.textContent = `Target ${target} “${ellipsize(showToken(summary.tokens[target]), 30)}” at layer ${v.layer}: `
+    + `${rows} × ${cols} patches after ${skip} special token${skip === 1 ? '' : 's'}, each grid from 0 to `
+    + `${v.scale === 'abs' ? '1' : 'its top patch'}. Click a patch to make it the target.`;
+  ui.patchesLegend.replaceChildren(svg('svg', { width: 300, height: 30, viewBox: '0 0 300 30', 'font-family': FONT, class: 'legend-svg', 'aria-hidden': 'true' },
+    legendGroup({ x: 1, y: 4, width: 180, min: 0, max: 1, label: v.scale === 'abs' ? 'score' : '× top patch' })));
+  for (const [k, method] of v.methods.entries()) {
+    const holder = h('div');
+    const grid = renderPatchGrid(holder, shown.results[method].described([target]), {
+      layer: v.layer, row: target, skip, palette: paletteName(), scale: v.scale === 'abs' ? 'absolute' : 'row',
+      image: patchImage ?? undefined, size, onSelect: (index) => selectTarget(index),
+    });
+    grid.setAttribute('data-testid', 'patch-grid');
+    grid.dataset.method = method;
+    placeChild(ui.patches, k, h('figure', { class: 'patch-fig' }, [
+      h('figcaption', { class: `method-name m-${method}` }, METHOD_LABEL[method]), holder,
+    ]));
+    yield;
+  }
+  trimChildren(ui.patches, v.methods.length);
+}
+
+function redrawPatches() {
+  if (shown) drain(patchSteps(view()));
 }
 
 function heatmapColumns(count) {
@@ -860,6 +955,7 @@ new ResizeObserver(() => {
   resizeTimer = setTimeout(() => {
     if (!shown) return;
     drain(heatmapSteps(view()));
+    redrawPatches();
     redrawGraph();
   }, 120);
 }).observe(ui.results);

@@ -13,6 +13,9 @@ export function setPalette(name) {
   if (palette.PALETTES[name]) current = name;
 }
 
+/** The palette in use, by name (for the package's drop-in views). */
+export const paletteName = () => current;
+
 /** rgb(t) written to out[o..o+2], allocating nothing (heatmap pixels). */
 export const rgbInto = (out, o, t) => palette.rgbInto(out, o, t, current);
 export const color = (t) => palette.color(t, current);

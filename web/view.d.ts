@@ -59,3 +59,60 @@ export interface TokenStripsOptions {
  * @returns the view's root element (class `attnflow-strips`), now the container's only child.
  */
 export function renderTokenStrips(container: HTMLElement, result: ViewableResult, options?: TokenStripsOptions): HTMLElement;
+
+export interface PatchGridOptions {
+  /** 1-based layer to show; one of result.layers. Default: the deepest layer of the result. */
+  layer?: number;
+  /** The row (target token) whose scores are drawn; one of result.rows. Default: result.rows[0]. */
+  row?: number;
+  /**
+   * How many special tokens come before the patches ([CLS]; DeiT's distillation token). Default:
+   * the first of 1, 2 and 0 that leaves a square number of patches.
+   */
+  skip?: number;
+  /**
+   * [rows, cols] of patches, row by row from the top left after the special tokens; rows * cols
+   * + skip must be the number of tokens. Default: the square, e.g. [14, 14] for 197 tokens.
+   */
+  grid?: [number, number];
+  /** Default 'viridis'. */
+  palette?: Palette;
+  /**
+   * 'row' (default): colours run from 0 to the largest patch score (the special tokens are not
+   * drawn and do not count), so the top patch gets the palette's last colour. 'absolute': 0 to 1.
+   */
+  scale?: 'row' | 'absolute';
+  /**
+   * The image the model saw, drawn under the grid (stretched to the canvas, which takes its
+   * shape). An <img> must have loaded (`await img.decode()`). It is only drawn in this page.
+   */
+  image?: HTMLImageElement | HTMLCanvasElement | ImageBitmap | OffscreenCanvas;
+  /** How opaque the grid is over `image`, 0 to 1. Default 0.6 (without an image, cells are opaque). */
+  opacity?: number;
+  /**
+   * Called with the token index (patch + skip) of a clicked patch, or of the patch chosen with
+   * the arrow keys, Home and End and activated with Enter or Space. When given, the canvas is
+   * one tab stop.
+   */
+  onSelect?: (index: number) => void;
+  /** CSS pixels of the canvas's longer side. Default 320. */
+  size?: number;
+}
+
+/**
+ * Draws the scores of one row at one layer over a Vision Transformer's image patches (ViT,
+ * DeiT, ...), into `container`, replacing its content: a canvas of rows x cols cells coloured by
+ * score, optionally over the image, as vit-explain overlays its mask. The special tokens are
+ * left out. The canvas has role="img" and an aria-label naming the method, layer, row and the
+ * top 3 patches (row, column, token index, score); pointing at a patch (or moving to it with the
+ * keyboard) outlines it and reads out its row and column (0-based from the top left), token
+ * index, score and rank in the line under the grid. The root carries `data-layer`, `data-row`,
+ * `data-grid` ("rows x cols") and `data-skip`: patch (r, c) is token skip + r * cols + c of
+ * `result.scoresFor(layer, row)`.
+ *
+ * Importing this module needs no DOM; calling it does. Bad arguments throw AttnflowError
+ * E_OPTION (e.g. a token count that is no square grid after 1, 2 or 0 special tokens, without
+ * `grid`; a grid that does not hold the tokens).
+ * @returns the view's root element (a <figure>, class `attnflow-patches`), now the container's only child.
+ */
+export function renderPatchGrid(container: HTMLElement, result: ViewableResult, options?: PatchGridOptions): HTMLElement;

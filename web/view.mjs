@@ -1,10 +1,12 @@
 // A drop-in view for pages that embed attnflow: a Result drawn as token strips, one per row, each
-// input token a cell shaded by its score. It brings its own small stylesheet and needs no build
-// step and no CSS file. Token strings are untrusted: they only ever go in as text.
+// input token a cell shaded by its score, or, for a Vision Transformer, one row drawn over the
+// image's patches. It brings its own small stylesheet and needs no build step and no CSS file.
+// Token strings are untrusted: they only ever go in as text.
 import { fail, shown } from './errors.mjs';
 import { FONT, h } from './view/dom.mjs';
 import { PALETTES, color, textColor } from './view/colors.mjs';
 import { fmt, ranks, showToken, tokenLabel } from './view/labels.mjs';
+import { patchLayout } from './view/patches.mjs';
 
 const SCALES = ['row', 'absolute'];
 
@@ -22,7 +24,16 @@ const CSS = `
 }
 button.attnflow-cell { cursor: pointer; }
 button.attnflow-cell:hover { filter: brightness(1.1); }
-.attnflow-cell:focus-visible { outline: 3px solid #0a6cff; outline-offset: 2px; }
+.attnflow-cell:focus-visible, .attnflow-patch-canvas:focus-visible { outline: 3px solid #0a6cff; outline-offset: 2px; }
+.attnflow-patches { display: inline-flex; flex-direction: column; gap: 4px; margin: 0; font-family: ${FONT}; }
+.attnflow-patch-area { position: relative; line-height: 0; }
+.attnflow-patch-canvas { display: block; }
+.attnflow-patch-canvas.attnflow-selectable { cursor: pointer; }
+.attnflow-patch-cursor {
+  position: absolute; box-sizing: border-box; pointer-events: none;
+  border: 2px solid #ffffff; box-shadow: 0 0 0 1px #000000, inset 0 0 0 1px #000000;
+}
+.attnflow-patch-info { font-size: 12px; line-height: 1.3; min-height: 1.3em; }
 `;
 
 let sheet = null;
@@ -41,19 +52,26 @@ function adoptStyles(container) {
   if (!scope.adoptedStyleSheets.includes(sheet)) scope.adoptedStyleSheets = [...scope.adoptedStyleSheets, sheet];
 }
 
-/** The options with their defaults, checked against the result (AttnflowError E_OPTION). */
-function resolveOptions(result, options) {
+/** The arguments every view checks: a document to draw in, an element, a Result (E_OPTION). */
+function checkArguments(name, container, result, options) {
+  if (typeof document === 'undefined') {
+    fail('E_OPTION', `${name} draws into a web page: there is no document here (call it in a browser)`);
+  }
+  if (container?.nodeType !== Node.ELEMENT_NODE) fail('E_OPTION', 'container must be an HTML element');
+  if (!Array.isArray(result?.tokens) || !Array.isArray(result.layers) || result.layers.length === 0
+      || !Array.isArray(result.rows) || typeof result.scoresFor !== 'function') {
+    fail('E_OPTION', 'result must be a Result of compute() (tokens, layers, rows, scoresFor)');
+  }
   if (options === null || typeof options !== 'object') fail('E_OPTION', `options must be an object (got ${options === null ? 'null' : typeof options})`);
+}
+
+const rowsText = (result) => (result.rows.length > 10 ? `${result.rows.length} rows` : result.rows.join(', '));
+
+/** The options both views share, with their defaults (E_OPTION when bad). */
+function resolveShared(result, options) {
   const layer = options.layer ?? Math.max(...result.layers);
   if (!result.layers.includes(layer)) {
     fail('E_OPTION', `layer ${shown(layer)} is not in this result (layers ${result.layers.join(', ')}; layers are 1-based)`);
-  }
-  const rows = options.rows ?? result.rows;
-  if (!Array.isArray(rows)) fail('E_OPTION', `rows must be a list of the result's rows (got ${shown(rows)})`);
-  for (const row of rows) {
-    if (!result.rows.includes(row)) {
-      fail('E_OPTION', `rows: ${shown(row)} is not in this result (rows ${result.rows.length > 10 ? `${result.rows.length} rows` : result.rows.join(', ')})`);
-    }
   }
   const palette = options.palette ?? 'viridis';
   if (!Object.hasOwn(PALETTES, palette)) {
@@ -61,6 +79,17 @@ function resolveOptions(result, options) {
   }
   const scale = options.scale ?? 'row';
   if (!SCALES.includes(scale)) fail('E_OPTION', `scale must be one of ${SCALES.join(', ')} (got ${shown(scale)})`);
+  return { layer, palette, scale };
+}
+
+/** The options of the token strips with their defaults, checked against the result. */
+function resolveStripOptions(result, options) {
+  const { layer, palette, scale } = resolveShared(result, options);
+  const rows = options.rows ?? result.rows;
+  if (!Array.isArray(rows)) fail('E_OPTION', `rows must be a list of the result's rows (got ${shown(rows)})`);
+  for (const row of rows) {
+    if (!result.rows.includes(row)) fail('E_OPTION', `rows: ${shown(row)} is not in this result (rows ${rowsText(result)})`);
+  }
   const { onSelect } = options;
   if (onSelect !== undefined && typeof onSelect !== 'function') fail('E_OPTION', 'onSelect must be a function (index, row) => void');
   const defaultLabel = (row) => `${result.method}, layer ${layer}, target ${row} “${tokenLabel(result.tokens[row])}”`;
@@ -75,15 +104,8 @@ function resolveOptions(result, options) {
  * Types and options: web/view.d.ts.
  */
 export function renderTokenStrips(container, result, options = {}) {
-  if (typeof document === 'undefined') {
-    fail('E_OPTION', 'renderTokenStrips draws into a web page: there is no document here (call it in a browser)');
-  }
-  if (container?.nodeType !== Node.ELEMENT_NODE) fail('E_OPTION', 'container must be an HTML element');
-  if (!Array.isArray(result?.tokens) || !Array.isArray(result.layers) || result.layers.length === 0
-      || !Array.isArray(result.rows) || typeof result.scoresFor !== 'function') {
-    fail('E_OPTION', 'result must be a Result of compute() (tokens, layers, rows, scoresFor)');
-  }
-  const { layer, rows, palette, scale, onSelect, label } = resolveOptions(result, options);
+  checkArguments('renderTokenStrips', container, result, options);
+  const { layer, rows, palette, scale, onSelect, label } = resolveStripOptions(result, options);
   const { tokens } = result;
 
   const root = h('div', { class: 'attnflow-strips', 'data-layer': layer });
@@ -155,4 +177,138 @@ function wireSelection(root, onSelect) {
     for (const other of cell.parentElement.querySelectorAll('[tabindex="0"]')) other.tabIndex = -1;
     cell.tabIndex = 0;
   });
+}
+
+// What a canvas can draw, as an image under the grid (looked up on use: importing needs no DOM).
+const IMAGE_TYPES = ['HTMLImageElement', 'HTMLCanvasElement', 'ImageBitmap', 'OffscreenCanvas'];
+
+/** The options of the patch grid with their defaults, checked against the result. */
+function resolvePatchOptions(result, options) {
+  const { layer, palette, scale } = resolveShared(result, options);
+  const row = options.row ?? result.rows[0];
+  if (!result.rows.includes(row)) fail('E_OPTION', `row ${shown(row)} is not in this result (rows ${rowsText(result)})`);
+  const { skip, rows, cols } = patchLayout(result.tokens.length, { skip: options.skip, grid: options.grid });
+  const { image, onSelect } = options;
+  let imageSize = null;
+  if (image !== undefined) {
+    if (!IMAGE_TYPES.some((type) => globalThis[type] && image instanceof globalThis[type])) {
+      fail('E_OPTION', 'image must be an HTMLImageElement, HTMLCanvasElement or ImageBitmap');
+    }
+    imageSize = [image.naturalWidth ?? image.width, image.naturalHeight ?? image.height];
+    if (!(imageSize[0] > 0 && imageSize[1] > 0)) fail('E_OPTION', 'image has no pixels: not loaded yet (await img.decode() first) or closed');
+  }
+  const opacity = options.opacity ?? 0.6;
+  if (!(typeof opacity === 'number' && opacity >= 0 && opacity <= 1)) fail('E_OPTION', `opacity must be a number from 0 to 1 (got ${shown(opacity)})`);
+  const size = options.size ?? 320;
+  if (!(typeof size === 'number' && size > 0 && Number.isFinite(size))) fail('E_OPTION', `size must be a positive number of pixels (got ${shown(size)})`);
+  if (onSelect !== undefined && typeof onSelect !== 'function') fail('E_OPTION', 'onSelect must be a function (index) => void');
+  return { layer, row, palette, scale, skip, rows, cols, image, imageSize, opacity, size, onSelect };
+}
+
+/**
+ * Draws the scores of one row at one layer over the image patches of a Vision Transformer, as
+ * a grid of coloured cells on a canvas (under it, optionally, the image), into `container` (its
+ * content is replaced). Returns the view's root element. Types and options: web/view.d.ts.
+ */
+export function renderPatchGrid(container, result, options = {}) {
+  checkArguments('renderPatchGrid', container, result, options);
+  const o = resolvePatchOptions(result, options);
+  const { rows, cols, skip } = o;
+  const all = result.scoresFor(o.layer, o.row);
+  const scores = Array.from({ length: rows * cols }, (_, p) => all[skip + p]);
+  let max = 0;
+  for (const v of scores) if (v > max) max = v;
+  const shade = o.scale === 'row' ? (v) => (max > 0 ? v / max : 0) : (v) => v;
+  const rank = ranks(scores);
+
+  // The longer side is `size`; the shape is the image's (a ViT sees its input stretched to the
+  // grid, so that is where each patch lies), else square cells.
+  const [shapeW, shapeH] = o.imageSize ?? [cols, rows];
+  const scaleBy = o.size / Math.max(shapeW, shapeH);
+  const width = Math.round(shapeW * scaleBy);
+  const height = Math.round(shapeH * scaleBy);
+  const caption = `${result.method}, layer ${o.layer}, token ${o.row} “${tokenLabel(result.tokens[o.row])}”`;
+  const where = (p) => `row ${Math.floor(p / cols)}, column ${p % cols}`;
+  const top = [...scores.keys()].sort((a, b) => scores[b] - scores[a]).slice(0, 3);
+  const description = `${caption}, over ${rows} × ${cols} image patches. Top patches: `
+    + `${top.map((p) => `${where(p)} (token ${p + skip}) ${fmt(scores[p], 6)}`).join('; ')}`;
+
+  // Backing pixels at the screen's density, so cells stay sharp on high-DPI screens.
+  const dpr = globalThis.devicePixelRatio || 1;
+  const canvas = h('canvas', {
+    class: `attnflow-patch-canvas${o.onSelect ? ' attnflow-selectable' : ''}`,
+    width: Math.round(width * dpr), height: Math.round(height * dpr),
+    role: 'img', 'aria-label': description, tabindex: o.onSelect ? 0 : undefined,
+  });
+  canvas.style.width = `${width}px`;
+  canvas.style.height = `${height}px`;
+  const ctx = canvas.getContext('2d');
+  if (o.image) ctx.drawImage(o.image, 0, 0, canvas.width, canvas.height);
+  ctx.globalAlpha = o.image ? o.opacity : 1;
+  // Cell edges on whole pixels: neighbours neither overlap (which would darken the seams over an
+  // image) nor leave gaps.
+  const edge = (k, count, total) => Math.round((k * total) / count);
+  scores.forEach((v, p) => {
+    const r = Math.floor(p / cols);
+    const c = p % cols;
+    const x = edge(c, cols, canvas.width);
+    const y = edge(r, rows, canvas.height);
+    ctx.fillStyle = color(shade(v), o.palette);
+    ctx.fillRect(x, y, edge(c + 1, cols, canvas.width) - x, edge(r + 1, rows, canvas.height) - y);
+  });
+
+  const cursor = h('div', { class: 'attnflow-patch-cursor', hidden: true });
+  cursor.style.width = `${100 / cols}%`;
+  cursor.style.height = `${100 / rows}%`;
+  // Live when the keyboard moves over the patches, so that each one is read out.
+  const info = h('figcaption', { class: 'attnflow-patch-info', 'aria-live': o.onSelect ? 'polite' : undefined }, caption);
+  const root = h('figure', {
+    class: 'attnflow-patches', 'data-layer': o.layer, 'data-row': o.row, 'data-grid': `${rows} x ${cols}`, 'data-skip': skip,
+  }, [h('div', { class: 'attnflow-patch-area' }, [canvas, cursor]), info]);
+
+  // The patch under the pointer, or moved to with the keyboard: outlined, and read out below.
+  let current = top[0];
+  const point = (p) => {
+    current = p;
+    cursor.style.left = `${(100 * (p % cols)) / cols}%`;
+    cursor.style.top = `${(100 * Math.floor(p / cols)) / rows}%`;
+    cursor.hidden = false;
+    info.textContent = `${where(p)} · token ${p + skip} · ${fmt(scores[p], 6)}, rank ${rank[p]} of ${scores.length}`;
+  };
+  const leave = () => {
+    cursor.hidden = true;
+    info.textContent = caption;
+  };
+  const patchAt = (e) => {
+    const box = canvas.getBoundingClientRect();
+    const c = Math.min(cols - 1, Math.max(0, Math.floor(((e.clientX - box.left) / box.width) * cols)));
+    const r = Math.min(rows - 1, Math.max(0, Math.floor(((e.clientY - box.top) / box.height) * rows)));
+    return r * cols + c;
+  };
+  canvas.addEventListener('pointermove', (e) => point(patchAt(e)));
+  canvas.addEventListener('pointerleave', () => {
+    if (document.activeElement === canvas) point(current);  // back to the keyboard's patch
+    else leave();
+  });
+  if (o.onSelect) {
+    canvas.addEventListener('click', (e) => o.onSelect(patchAt(e) + skip));
+    canvas.addEventListener('focus', () => point(current));
+    canvas.addEventListener('blur', leave);
+    canvas.addEventListener('keydown', (e) => {
+      const r = Math.floor(current / cols);
+      const c = current % cols;
+      const moved = {
+        ArrowRight: r * cols + Math.min(cols - 1, c + 1), ArrowLeft: r * cols + Math.max(0, c - 1),
+        ArrowDown: Math.min(rows - 1, r + 1) * cols + c, ArrowUp: Math.max(0, r - 1) * cols + c,
+        Home: 0, End: rows * cols - 1,
+      }[e.key];
+      if (moved !== undefined) point(moved);
+      else if (e.key === 'Enter' || e.key === ' ') o.onSelect(current + skip);
+      else return;
+      e.preventDefault();
+    });
+  }
+  adoptStyles(container);
+  container.replaceChildren(root);
+  return root;
 }

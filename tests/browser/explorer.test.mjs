@@ -572,6 +572,84 @@ test('a long flow (L=12, H=12, n=128, every row of every layer): progress, no lo
   await context.close();
 });
 
+/** A 24-bit .bmp of width x height, left half red and right half blue (a format browsers decode). */
+function halfRedHalfBlueBmp(width, height) {
+  const rowBytes = Math.ceil((3 * width) / 4) * 4;
+  const out = Buffer.alloc(54 + rowBytes * height);
+  out.write('BM', 0, 'latin1');
+  out.writeUInt32LE(out.length, 2);
+  out.writeUInt32LE(54, 10);
+  out.writeUInt32LE(40, 14);
+  out.writeInt32LE(width, 18);
+  out.writeInt32LE(height, 22);
+  out.writeUInt16LE(1, 26);
+  out.writeUInt16LE(24, 28);
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) out.set(x < width / 2 ? [0, 0, 255] : [255, 0, 0], 54 + y * rowBytes + 3 * x);  // BGR
+  }
+  return out;
+}
+
+test('a Vision Transformer input: a patch grid per method, a click on a patch makes it the target, an image underneath; none for sentences', { timeout: 120_000 }, async () => {
+  const { page, context, errors } = await openPage();
+  // The first example (a sentence) shows no patches.
+  assert.ok(await page.locator('#panel-patches').isHidden());
+  const L = 2;
+  const H = 2;
+  const tokens = ['[CLS]', ...Array.from({ length: 49 }, (_, k) => `p${k}`)];  // ViT-B/32 at 224 px: 7 x 7 patches
+  await dropJson(page, 'vit.json', tokens, randomAttention({ L, H, n: tokens.length, seed: 77 }), L, H);
+  await waitDone(page, { file: 'vit.json', layer: L, target: 0 });
+  const grids = () => page.$$eval('[data-testid="patch-grid"]', (els) => els.map((e) => ({ ...e.dataset })));
+  assert.ok(await page.locator('#panel-patches').isVisible());
+  await page.waitForFunction(() => document.querySelectorAll('[data-testid="patch-grid"]').length === 3);
+  assert.deepEqual(await grids(), ['raw', 'rollout', 'flow'].map((method) => ({
+    testid: 'patch-grid', method, layer: String(L), row: '0', grid: '7 x 7', skip: '1',
+  })));
+
+  // A click at the centre of patch (2, 3) of the rollout grid: token 1 + 2 * 7 + 3 = 18.
+  const canvas = page.locator('[data-testid="patch-grid"][data-method="rollout"] canvas');
+  await canvas.scrollIntoViewIfNeeded();
+  const box = await canvas.boundingBox();
+  await page.mouse.click(box.x + (3.5 / 7) * box.width, box.y + (2.5 / 7) * box.height);
+  await waitDone(page, { target: 18, layer: L });
+  await page.waitForFunction(() => [...document.querySelectorAll('[data-testid="patch-grid"]')].every((g) => g.dataset.row === '18'));
+  assert.equal(await page.inputValue('#target'), '18');
+
+  // An image under the grids: each pixel is 0.6 of the cell's colour and 0.4 of the image's.
+  await page.setInputFiles('#patch-image', { name: 'cat.bmp', mimeType: 'image/bmp', buffer: halfRedHalfBlueBmp(64, 64) });
+  await page.waitForSelector('#patch-image-clear:not([hidden])');
+  const mixes = await page.evaluate(async () => {
+    const { rgb } = await import('/web/view/colors.mjs');
+    const values = [...document.querySelectorAll('[data-testid="token-score"][data-method="flow"]')].map((c) => Number(c.dataset.value)).slice(1);
+    const max = Math.max(...values);
+    const canvas = document.querySelector('[data-testid="patch-grid"][data-method="flow"] canvas');
+    const out = [];
+    for (const c of [0, 1, 2, 4, 5, 6]) {  // not column 3, where the image's halves blend
+      const p = 7 + c;  // row 1
+      const pixel = canvas.getContext('2d').getImageData(Math.floor(((c + 0.5) * canvas.width) / 7), Math.floor((1.5 * canvas.height) / 7), 1, 1).data;
+      const under = c < 3 ? [255, 0, 0] : [0, 0, 255];
+      out.push({ pixel: Array.from(pixel.slice(0, 3)), expected: rgb(values[p] / max, 'viridis').map((g, k) => 0.6 * g + 0.4 * under[k]) });
+    }
+    return out;
+  });
+  for (const { pixel, expected } of mixes) assert.ok(pixel.every((v, k) => Math.abs(v - expected[k]) <= 2), `pixel ${pixel}, expected ${expected}`);
+
+  // Two special tokens leave 48 patches, no square: the panel says so; back to one.
+  await page.fill('#patch-skip', '2');
+  assert.match(await page.textContent('#patches-sub'), /50 tokens less 2 special are 48 patches, not a square/);
+  assert.equal(await page.locator('[data-testid="patch-grid"]').count(), 0);
+  await page.fill('#patch-skip', '1');
+  assert.equal(await page.locator('[data-testid="patch-grid"]').count(), 3);
+  await page.screenshot({ path: `${OUT}explorer-patches.png`, fullPage: true });
+
+  // A sentence again: no patches (agreement-01's 10 tokens would be [CLS] and 3 x 3, too small for an image).
+  await page.selectOption('#example', 'agreement-01.json');
+  await waitDone(page, { file: 'agreement-01.json' });
+  assert.ok(await page.locator('#panel-patches').isHidden());
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
 test('narrow screen layout and screenshot', { timeout: 60_000 }, async () => {
   const { page, context, errors } = await openPage({ width: 390, height: 844 });
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);

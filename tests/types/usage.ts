@@ -6,8 +6,8 @@ import type { WorkerResult } from 'attnflow/client';
 import { ParallelAttention, computeParallel } from 'attnflow/parallel';
 import { openAttentionFile } from 'attnflow/node';
 import type { AttentionFile } from 'attnflow/node';
-import { renderTokenStrips } from 'attnflow/view';
-import type { Palette, TokenStripsOptions } from 'attnflow/view';
+import { renderPatchGrid, renderTokenStrips } from 'attnflow/view';
+import type { PatchGridOptions, Palette, TokenStripsOptions } from 'attnflow/view';
 
 export async function usage(bytes: Uint8Array): Promise<number> {
   await init();
@@ -63,4 +63,15 @@ export function drawView(container: HTMLElement, result: Result, worker: WorkerR
   // @ts-expect-error: not one of the palettes
   renderTokenStrips(container, result, { palette: 'jet' });
   return renderTokenStrips(container, result, options);
+}
+
+// attnflow/view: one row of a Vision Transformer drawn over its image patches.
+export function drawPatches(container: HTMLElement, result: Result, image: HTMLImageElement): HTMLElement {
+  const options: PatchGridOptions = {
+    layer: result.layers[0], row: 0, skip: 1, grid: [14, 14], palette: 'viridis', scale: 'row',
+    image, opacity: 0.5, size: 224, onSelect: (index: number) => console.log(result.tokens[index]),
+  };
+  // @ts-expect-error: grid is [rows, cols]
+  renderPatchGrid(container, result, { grid: 196 });
+  return renderPatchGrid(container, result, options);
 }
