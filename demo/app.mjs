@@ -1002,9 +1002,44 @@ function exportSVG(which) {
       ...g,
     ]);
   }
+  if (which === 'patches') return patchesSVG(v);
   if (which === 'graph') return graphInfo.svg.cloneNode(true);
   if (which === 'meta') return metaSVG({ tokens: summary.tokens, meta: summary.meta, title: `Importance of each input token (${sourceName})` });
   return null;
+}
+
+/**
+ * The patch grids as drawn (with the image under them, if any), side by side under a title and
+ * the legend: each grid's canvas goes in as a PNG, as it is raster already.
+ */
+function patchesSVG(v) {
+  const grids = [...ui.patches.querySelectorAll('[data-testid="patch-grid"]')];
+  if (!grids.length) return null;
+  const top = 50;
+  const parts = [];
+  let x = 16;
+  let height = 0;
+  for (const grid of grids) {
+    const canvas = grid.querySelector('canvas');
+    const w = parseFloat(canvas.style.width);
+    const hgt = parseFloat(canvas.style.height);
+    parts.push(
+      svg('text', { x, y: top - 8, 'font-size': 13, 'font-weight': 600, fill: '#1d2430' }, METHOD_LABEL[grid.dataset.method]),
+      svg('image', { href: canvas.toDataURL('image/png'), x, y: top, width: w, height: hgt }),
+    );
+    x += w + 16;
+    height = Math.max(height, hgt);
+  }
+  const W = Math.max(x, 320);
+  const H = top + height + 44;
+  const target = v.targets[0];
+  return svg('svg', { xmlns: 'http://www.w3.org/2000/svg', width: W, height: H, viewBox: `0 0 ${W} ${H}`, 'font-family': FONT }, [
+    svg('rect', { width: W, height: H, fill: '#ffffff' }),
+    svg('text', { x: 16, y: 22, 'font-size': 15, 'font-weight': 600, fill: '#1d2430' },
+      `Target ${target} “${ellipsize(showToken(summary.tokens[target]), 30)}” over the image patches, layer ${v.layer} of ${summary.numLayers}, ${residualText(v)}`),
+    ...parts,
+    legendGroup({ x: 16, y: top + height + 10, width: 180, min: 0, max: 1, label: v.scale === 'abs' ? 'score' : '× top patch' }),
+  ]);
 }
 
 document.addEventListener('click', async (e) => {

@@ -634,6 +634,17 @@ test('a Vision Transformer input: a patch grid per method, a click on a patch ma
   });
   for (const { pixel, expected } of mixes) assert.ok(pixel.every((v, k) => Math.abs(v - expected[k]) <= 2), `pixel ${pixel}, expected ${expected}`);
 
+  // The exports hold the grids as drawn, image included: the SVG embeds each canvas as a PNG.
+  const exported = await downloadText(page, '[data-export="patches"][data-format="svg"]');
+  const drawn = await page.$$eval('[data-testid="patch-grid"] canvas', (els) => els.map((c) => c.toDataURL('image/png')));
+  assert.deepEqual([...exported.matchAll(/<image [^>]*href="(data:image\/png;base64,[^"]+)"/g)].map((m) => m[1]), drawn);
+  assert.match(exported, /Target 18 “p17” over the image patches, layer 2 of 2/);
+  const [pngDownload] = await Promise.all([page.waitForEvent('download'), page.click('[data-export="patches"][data-format="png"]')]);
+  const png = [];
+  for await (const c of await pngDownload.createReadStream()) png.push(c);
+  assert.deepEqual([...Buffer.concat(png).subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+  assert.match(pngDownload.suggestedFilename(), /^vit-L2-t18-patches\.png$/);
+
   // Two special tokens leave 48 patches, no square: the panel says so; back to one.
   await page.fill('#patch-skip', '2');
   assert.match(await page.textContent('#patches-sub'), /50 tokens less 2 special are 48 patches, not a square/);
