@@ -296,11 +296,11 @@ class Session {
   }
 
   /// Builds the residual-mixed layers now (the first computation with these options would) and,
-  /// for a layer > 0, the flow solver for sources at that layer.
-  void prepare(double alpha, double discard, int layer) {
+  /// for a layer > 0, the flow solvers for requests of numRows sources at that layer.
+  void prepare(double alpha, double discard, int layer, int numRows) {
     guarded([&] {
       const attnflow::LayerStack& a = mixed(alpha, discard);
-      if (layer > 0) flowSolver_.prepare(a, layer);
+      if (layer > 0) flowSolver_.prepare(a, layer, static_cast<std::size_t>(numRows));
     });
   }
 

@@ -9,7 +9,7 @@ import { parseArgs } from 'node:util';
 import { setFlagsFromString } from 'node:v8';
 import { AttnflowError, FusedAttention, init, loadAttention } from './index.mjs';
 import { openAttentionFile } from './node.mjs';
-import { METHODS, parseListOption } from './options.mjs';
+import { DEFAULTS, METHODS, parseListOption } from './options.mjs';
 import { fail } from './errors.mjs';
 
 const USAGE = `usage: attnflow <raw|rollout|flow> FILE|- [options]
@@ -143,6 +143,15 @@ function singleFlowLayer(command) {
   return Array.isArray(layers) && layers.length === 1 ? layers[0] : 0;
 }
 
+/**
+ * What FusedAttention.prepare builds while loading, so that compute_ms is the method alone: the
+ * graph for the request's alpha and discard and, for a flow at one layer, the solvers its rows use.
+ */
+function preparation(command) {
+  const { alpha, discard, rows = DEFAULTS.rows } = command.options;
+  return { alpha, discard, rows, layer: singleFlowLayer(command) };
+}
+
 async function main() {
   const command = parseCommandLine(process.argv.slice(2));
   if (command.help) {
@@ -156,7 +165,7 @@ async function main() {
     const input = command.file === '-' ? { bytes: await readStdin() } : { path: command.file };
     const { ParallelAttention } = await import('./parallel.mjs');
     // Flow only: raw and rollout run whole on one worker, so the others would build it for nothing.
-    const prepare = command.method !== 'flow' ? null : { alpha: command.options.alpha, discard: command.options.discard, layer: singleFlowLayer(command) };
+    const prepare = command.method !== 'flow' ? null : preparation(command);
     const pool = await ParallelAttention.open({ ...input, name, batch: command.batch }, { ...command.options, workers: command.workers, prepare });
     try {
       for (const warning of pool.warnings) process.stderr.write(`attnflow: warning: ${warning}\n`);
@@ -175,10 +184,10 @@ async function main() {
   } finally {
     data.close?.();  // every layer has been read into the fused stack
   }
-  // The graph (residual-mixed layers) and, for a flow at one layer, its exact solver are built as
+  // The graph (residual-mixed layers) and, for a flow at one layer, its exact solvers are built as
   // part of loading, like the heads' fusion: the benchmark times peers on graphs already built,
   // and attnflow on warm calls that reuse them.
-  if (command.method !== 'raw') fused.prepare({ ...command.options, layer: singleFlowLayer(command) });
+  if (command.method !== 'raw') fused.prepare(preparation(command));
   // Binary formats check values as layers are read, so warnings are complete only after fusion.
   for (const warning of data.warnings) process.stderr.write(`attnflow: warning: ${warning}\n`);
   const loaded = performance.now();

@@ -227,10 +227,12 @@ export class FusedAttention {
   /**
    * Builds the flow graph (the residual-mixed layers) for these options now instead of at the
    * first compute with them (rollout and flow use it), and with `layer` (1-based, or 'last'), the
-   * exact flow solver for sources at that layer, which later flow computes there reuse: lets a
-   * caller time a computation apart from preparing its input, as the CLI's --timing does.
+   * exact flow solvers for requests of `rows` there (default one row; many rows also use the
+   * flow certificate's two half solvers, ~25 MB each at n = 512), which later flow computes there
+   * reuse: lets a caller time a computation apart from preparing its input, as the CLI's --timing
+   * does.
    */
-  prepare(options?: { alpha?: number; discard?: number; layer?: number | 'last' }): void;
+  prepare(options?: { alpha?: number; discard?: number; layer?: number | 'last'; rows?: number[] | 'all' }): void;
   /** The residual-mixed matrix A[layer] (1-based) as flat n*n, for drawing the flow graph. */
   mixedLayer(layer: number, options?: { alpha?: number; discard?: number }): Float64Array;
   /**

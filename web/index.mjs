@@ -176,18 +176,19 @@ export class FusedAttention {
 
   /**
    * Builds the flow graph (the residual-mixed layers) for these options now instead of at the
-   * first compute with them, and with `layer` (1-based, or 'last'), the exact flow solver for
-   * sources at that layer (kept for later computes there): lets a caller time a computation apart
-   * from preparing its input.
+   * first compute with them, and with `layer` (1-based, or 'last'), the exact flow solvers for
+   * requests of `rows` (default one row) at that layer (kept for later computes there): lets a
+   * caller time a computation apart from preparing its input.
    */
   prepare(options = {}) {
     const session = this.#live();
-    const { alpha, discard } = resolveCompute('rollout', { alpha: options.alpha, discard: options.discard, rows: [0] }, this);
+    const { alpha, discard, rows } = resolveCompute('rollout',
+      { alpha: options.alpha, discard: options.discard, rows: options.rows ?? [0] }, this);
     const layer = options.layer === 'last' ? this.numLayers : options.layer ?? 0;
     if (layer !== 0 && (!Number.isInteger(layer) || layer < 1 || layer > this.numLayers)) {
       fail('E_OPTION', `layer must be 'last' or an integer from 1 to ${this.numLayers} (got ${JSON.stringify(options.layer)})`);
     }
-    call(this.#module, () => session.prepare(alpha, discard, layer));
+    call(this.#module, () => session.prepare(alpha, discard, layer, rows.length));
   }
 
   mixedLayer(layer, options = {}) {

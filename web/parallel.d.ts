@@ -29,9 +29,10 @@ export interface ParallelOpenOptions extends FusionOptions {
   workers?: number;
   /** Aborting rejects with AttnflowError E_CANCELLED and terminates the workers. */
   signal?: AbortSignal;
-  /** Each worker builds the flow graph for this alpha and discard, and the exact solver of
-   *  `layer`, while opening (FusedAttention.prepare), instead of at the first compute with them. */
-  prepare?: { alpha?: number; discard?: number; layer?: number | 'last' };
+  /** Each worker builds the flow graph for this alpha and discard, and the exact solvers of
+   *  `layer` for requests of `rows`, while opening (FusedAttention.prepare), instead of at the
+   *  first compute with them. */
+  prepare?: { alpha?: number; discard?: number; layer?: number | 'last'; rows?: number[] | 'all' };
   /**
    * How a flow over several rows is shared out. 'dynamic': every worker takes the whole request
    * and claims (layer, row) units one at a time from counters the workers share (the last

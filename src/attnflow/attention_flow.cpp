@@ -1921,12 +1921,17 @@ FlowSolverCache::~FlowSolverCache() = default;
 
 void FlowSolverCache::clear() { *state_ = State(state_->keptBytes); }
 
-void FlowSolverCache::prepare(const LayerStack& A, int layer) {
+void FlowSolverCache::prepare(const LayerStack& A, int layer, std::size_t numRows) {
   checkStack(A);
   checkLayer(A, layer);
   state_->firstTransposed(A);
   // Layers 1 and 2 are closed forms: no solver.
   if (layer >= 3) state_->solverFor(A, layer).writeStorage();
+  const int h = certificateMiddleLayer(A, {layer}, numRows);
+  if (h > 0) {
+    state_->sourceHalfFor(A, layer, h).writeStorage();
+    state_->sinkHalfFor(A, h).writeStorage();
+  }
 }
 
 namespace {

@@ -67,9 +67,11 @@ class FlowSolverCache {
   FlowSolverCache(const FlowSolverCache&) = delete;
   FlowSolverCache& operator=(const FlowSolverCache&) = delete;
 
-  /// Builds the solver for sources at `layer` (1-based) of A now, and writes all of its memory.
+  /// Builds the solver for sources at `layer` (1-based) of A now, and writes all of its memory;
+  /// for requests of numRows rows there that use the flow certificate, its two half solvers too
+  /// (built and first written inside the first such request otherwise: ~25 MB each at n = 512).
   /// Throws InputError on a layer out of range.
-  void prepare(const LayerStack& A, int layer);
+  void prepare(const LayerStack& A, int layer, std::size_t numRows = 1);
   void clear();
 
   struct State;  // defined in attention_flow.cpp

@@ -180,8 +180,11 @@ test('the flow solver prepare builds for a layer, and keeps between computes, ch
   const requests = [
     { alpha: 0.6, rows: [0] }, { alpha: 0.6, rows: [4, 2] }, { alpha: 0.6, layers: [5], rows: [3] },
     { alpha: 0.6, rows: [8] }, { alpha: 0.9, rows: [8] }, { alpha: 0.9, layers: 'all', rows: 'all' }, { alpha: 0.6, rows: [1] },
+    // Every row at the last layer uses the flow certificate, whose half solvers prepare builds too.
+    { prepare: { alpha: 0.7, layer: 7, rows: 'all' }, alpha: 0.7, rows: 'all' }, { alpha: 0.7, rows: [0, 1, 2, 3, 4, 5, 6, 7] },
   ];
-  for (const request of requests) {
+  for (const { prepare, ...request } of requests) {
+    if (prepare) session.prepare(prepare);
     const alone = await FusedAttention.create(await loadAttention(input));
     assert.deepEqual(session.compute('flow', request).scores, alone.compute('flow', request).scores, JSON.stringify(request));
     alone.dispose();
@@ -189,6 +192,7 @@ test('the flow solver prepare builds for a layer, and keeps between computes, ch
   for (const layer of [0.5, 8, -1, '7']) {
     assert.throws(() => session.prepare({ layer }), { code: 'E_OPTION', message: /layer must be 'last' or an integer from 1 to 7/ });
   }
+  assert.throws(() => session.prepare({ layer: 'last', rows: [9] }), { code: 'E_OPTION', message: /rows: 9 is out of range/ });
   session.dispose();
 });
 

@@ -266,11 +266,11 @@ test('a pool computing again and again gives the same numbers each time (workers
   }
 });
 
-test('a pool that prepares the graph and a solver while opening gives the same numbers; a bad alpha there fails the open', async () => {
-  const bytes = syntheticNpy(SMALL);
+test('a pool that prepares the graph and the solvers of every row while opening gives the same numbers; a bad alpha there fails the open', async () => {
+  const bytes = syntheticNpy({ ...SMALL, layers: 7 });  // every row at layer 7 uses the flow certificate
   const options = { alpha: 0.7, discard: 0.2, layers: 'all' };
   const expected = await single(bytes, 'flow', options);
-  const pool = await ParallelAttention.open({ bytes }, { workers: 2, prepare: { alpha: 0.7, discard: 0.2, layer: 'last' } });
+  const pool = await ParallelAttention.open({ bytes }, { workers: 2, prepare: { alpha: 0.7, discard: 0.2, layer: 'last', rows: 'all' } });
   try {
     assertBitwiseEqual(await pool.compute('flow', options), expected);
     const lastLayer = { alpha: 0.7, discard: 0.2 };  // the prepared solver's layer
