@@ -50,9 +50,11 @@ export interface TokenStripsOptions {
  *
  * The view's styles (class names beginning `attnflow-`) are adopted once by the document or
  * shadow root the container is in, as a constructed stylesheet, so a page needs no CSS file and
- * a Content-Security-Policy of `style-src 'self'` is enough. Drawing is one synchronous task:
- * keep `rows` to what a reader looks at (4 strips of 1,000 tokens took ~0.1 s with layout in
- * headless Chromium on a 2-vCPU VM; 32 strips of 512, ~0.4 s).
+ * a Content-Security-Policy of `style-src 'self'` is enough. A container in neither yet (not in
+ * the page) counts as the document's: a view drawn there and then moved into a shadow root has
+ * no styles until it is drawn again, so draw into a shadow root's container once it is in it.
+ * Drawing is one synchronous task: keep `rows` to what a reader looks at (4 strips of 1,000
+ * tokens took ~0.1 s with layout in headless Chromium on a 2-vCPU VM; 32 strips of 512, ~0.4 s).
  *
  * Importing this module needs no DOM; calling it does. Bad arguments throw AttnflowError
  * E_OPTION (a layer or row not in the result, an unknown palette or scale, ...).
@@ -108,7 +110,7 @@ export interface PatchGridOptions {
  * keyboard) outlines it and reads out its row and column (0-based from the top left), token
  * index, score and rank in the line under the grid. The root carries `data-layer`, `data-row`,
  * `data-grid` ("rows x cols") and `data-skip`: patch (r, c) is token skip + r * cols + c of
- * `result.scoresFor(layer, row)`.
+ * `result.scoresFor(layer, row)`. Its styles come as renderTokenStrips's do.
  *
  * Importing this module needs no DOM; calling it does. Bad arguments throw AttnflowError
  * E_OPTION (e.g. a token count that is no square grid after 1, 2 or 0 special tokens, without

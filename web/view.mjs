@@ -110,7 +110,8 @@ export function renderTokenStrips(container, result, options = {}) {
 
   const root = h('div', { class: 'attnflow-strips', 'data-layer': layer });
   for (const row of rows) {
-    const values = result.scoresFor(layer, row);
+    // An array: scoresFor may return any ArrayLike (web/view.d.ts), which need not iterate.
+    const values = Array.from(result.scoresFor(layer, row));
     let max = 0;
     for (const v of values) if (v > max) max = v;
     const shade = scale === 'row' ? (v) => (max > 0 ? v / max : 0) : (v) => v;
@@ -192,7 +193,7 @@ function resolvePatchOptions(result, options) {
   let imageSize = null;
   if (image !== undefined) {
     if (!IMAGE_TYPES.some((type) => globalThis[type] && image instanceof globalThis[type])) {
-      fail('E_OPTION', 'image must be an HTMLImageElement, HTMLCanvasElement or ImageBitmap');
+      fail('E_OPTION', 'image must be an HTMLImageElement, HTMLCanvasElement, ImageBitmap or OffscreenCanvas');
     }
     imageSize = [image.naturalWidth ?? image.width, image.naturalHeight ?? image.height];
     if (!(imageSize[0] > 0 && imageSize[1] > 0)) fail('E_OPTION', 'image has no pixels: not loaded yet (await img.decode() first) or closed');
@@ -265,6 +266,9 @@ export function renderPatchGrid(container, result, options = {}) {
   const root = h('figure', {
     class: 'attnflow-patches', 'data-layer': o.layer, 'data-row': o.row, 'data-grid': `${rows} x ${cols}`, 'data-skip': skip,
   }, [h('div', { class: 'attnflow-patch-area' }, [canvas, cursor]), info]);
+  // As wide as the canvas: a wider read-out would otherwise widen the figure, and the patch area
+  // with it, and the cursor (placed in % of that area) would miss its patch. The read-out wraps.
+  root.style.width = `${width}px`;
 
   // The patch under the pointer, or moved to with the keyboard: outlined, and read out below.
   let current = top[0];
@@ -287,7 +291,8 @@ export function renderPatchGrid(container, result, options = {}) {
   };
   canvas.addEventListener('pointermove', (e) => point(patchAt(e)));
   canvas.addEventListener('pointerleave', () => {
-    if (document.activeElement === canvas) point(current);  // back to the keyboard's patch
+    // :focus, not document.activeElement, which in a shadow root is the host, not the canvas.
+    if (canvas.matches(':focus')) point(current);  // back to the keyboard's patch
     else leave();
   });
   if (o.onSelect) {

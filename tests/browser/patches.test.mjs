@@ -221,10 +221,50 @@ test('patch grid: bad options and grids that do not hold the tokens throw E_OPTI
   assert.match(out.palette, /^AttnflowError E_OPTION: palette must be one of/);
   assert.match(out.opacity, /^AttnflowError E_OPTION: opacity must be a number from 0 to 1 \(got 2\)/);
   assert.match(out.size, /^AttnflowError E_OPTION: size must be a positive number/);
-  assert.match(out.image, /^AttnflowError E_OPTION: image must be an HTMLImageElement/);
+  assert.match(out.image, /^AttnflowError E_OPTION: image must be an HTMLImageElement, HTMLCanvasElement, ImageBitmap or OffscreenCanvas$/);
   assert.match(out.unloaded, /^AttnflowError E_OPTION: image has no pixels: not loaded yet/);
   assert.match(out.onSelect, /^AttnflowError E_OPTION: onSelect must be a function/);
   assert.match(out.options, /^AttnflowError E_OPTION: options must be an object/);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('patch grid: the cursor outlines the patch under the pointer when the read-out is wider than the canvas; in a shadow root the focused patch stays outlined', { timeout: 60_000 }, async () => {
+  const { page, errors } = await openPage();
+  await page.evaluate(() => {
+    const { renderPatchGrid, results, host } = window.patchView;
+    const inner = document.createElement('div');
+    host.attachShadow({ mode: 'open' }).append(inner);
+    // 120 px: narrower than the caption and the read-out line under it.
+    renderPatchGrid(inner, results.vit, { size: 120, onSelect: () => {} });
+  });
+  const canvas = page.locator('#host canvas');
+  const box = await canvas.boundingBox();
+  const widths = () => page.evaluate(() => {
+    const root = document.getElementById('host').shadowRoot;
+    const info = root.querySelector('.attnflow-patch-info');
+    return {
+      figure: root.querySelector('.attnflow-patches').getBoundingClientRect().width,
+      infoScrolls: info.scrollWidth > info.clientWidth,
+      cursor: root.querySelector('.attnflow-patch-cursor').hidden ? null : root.querySelector('.attnflow-patch-cursor').getBoundingClientRect().toJSON(),
+      info: info.textContent,
+    };
+  });
+  const before = await widths();
+  await page.mouse.move(box.x + 3.5 * (box.width / 4), box.y + 3.5 * (box.height / 4));  // patch (3, 3)
+  const hovered = await widths();
+  await page.mouse.click(box.x + 1.5 * (box.width / 4), box.y + 0.5 * (box.height / 4));  // patch (0, 1): focuses the canvas
+  await page.keyboard.press('ArrowDown');  // patch (1, 1)
+  await page.mouse.move(box.x + box.width + 100, box.y + box.height + 100);
+  const left = await widths();
+  assert.deepEqual([before.figure, hovered.figure], [box.width, box.width], 'the figure is as wide as the canvas, whatever the read-out says');
+  assert.ok(!hovered.infoScrolls, 'the read-out wraps within it');
+  assert.match(hovered.info, /^row 3, column 3 · token 16 · /);
+  const cell = box.width / 4;
+  const near = (a, b) => Math.abs(a - b) <= 1;
+  assert.ok(near(hovered.cursor.x, box.x + 3 * cell) && near(hovered.cursor.width, cell) && near(hovered.cursor.y, box.y + 3 * cell), JSON.stringify(hovered.cursor));
+  assert.ok(left.cursor && near(left.cursor.x, box.x + cell) && near(left.cursor.y, box.y + cell), 'the pointer left, the keyboard\'s patch stays outlined');
+  assert.match(left.info, /^row 1, column 1 · token 6 · /);
   assert.deepEqual(errors, []);
   await page.close();
 });

@@ -246,3 +246,37 @@ test('view: the README\'s page runs as written (from the repository root, as a s
   assert.deepEqual(errors, []);
   await page.close();
 });
+
+test('view: in a shadow root the styles are adopted there, not by the page; two palettes side by side; scoresFor may return any ArrayLike', { timeout: 60_000 }, async () => {
+  const { page, errors } = await openViewPage();
+  const out = await page.evaluate(() => {
+    const { renderTokenStrips, result, host } = window.view;
+    const shadow = host.attachShadow({ mode: 'open' });
+    const [blues, viridis] = [document.createElement('div'), document.createElement('div')];
+    shadow.append(blues, viridis);
+    renderTokenStrips(blues, result, { rows: [0], palette: 'blues' });
+    renderTokenStrips(viridis, result, { rows: [0], palette: 'viridis' });
+    const top = (view) => {
+      const cells = [...view.querySelectorAll('.attnflow-cell')];
+      const best = cells.reduce((a, c) => (Number(c.dataset.value) > Number(a.dataset.value) ? c : a));
+      return [getComputedStyle(best).backgroundColor, getComputedStyle(best).fontSize];
+    };
+    // What web/view.d.ts allows of scoresFor: indexed and with a length, not necessarily iterable.
+    const arrayLike = { method: 'raw', tokens: ['a', 'b'], layers: [1], rows: [0], scoresFor: () => ({ length: 2, 0: 0.25, 1: 0.75 }) };
+    const own = document.createElement('div');
+    shadow.append(own);
+    const values = [...renderTokenStrips(own, arrayLike).querySelectorAll('[data-value]')].map((c) => Number(c.dataset.value));
+    return {
+      shadowSheets: shadow.adoptedStyleSheets.length,
+      documentSheets: document.adoptedStyleSheets.length,
+      tops: [top(blues), top(viridis)],
+      values,
+    };
+  });
+  assert.equal(out.shadowSheets, 1, 'adopted by the shadow root, once');
+  assert.equal(out.documentSheets, 0, 'nothing added to the page');
+  assert.deepEqual(out.tops, [['rgb(8, 48, 107)', '14px'], [VIRIDIS_TOP, '14px']], 'each view its own palette, both styled');
+  assert.deepEqual(out.values, [0.25, 0.75]);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
