@@ -36,19 +36,24 @@ button.attnflow-cell:hover { filter: brightness(1.1); }
 .attnflow-patch-info { font-size: 12px; line-height: 1.3; min-height: 1.3em; }
 `;
 
-let sheet = null;
+// One sheet per document: a constructed sheet can be adopted only by the document that made it
+// (and its shadow roots), so a view drawn into a same-origin iframe needs that frame's own.
+const sheets = new WeakMap();
 /**
  * Adds the stylesheet once to the document or shadow root the container is in. A constructed
  * sheet, not a <style> element: a page whose Content-Security-Policy says `style-src 'self'`
  * blocks inline <style> but not this (nor colours set through element.style).
  */
 function adoptStyles(container) {
+  const doc = container.ownerDocument;
+  let sheet = sheets.get(doc);
   if (!sheet) {
-    sheet = new CSSStyleSheet();
+    sheet = new doc.defaultView.CSSStyleSheet();
     sheet.replaceSync(CSS);
+    sheets.set(doc, sheet);
   }
   const root = container.getRootNode();
-  const scope = root.adoptedStyleSheets ? root : document;
+  const scope = root.adoptedStyleSheets ? root : doc;
   if (!scope.adoptedStyleSheets.includes(sheet)) scope.adoptedStyleSheets = [...scope.adoptedStyleSheets, sheet];
 }
 
@@ -180,11 +185,13 @@ function wireSelection(root, onSelect) {
   });
 }
 
-// What a canvas can draw, as an image under the grid (looked up on use: importing needs no DOM).
+// What a canvas can draw, as an image under the grid (looked up on use: importing needs no DOM),
+// in this page's realm or the container's (an <img> of a same-origin iframe is that frame's).
 const IMAGE_TYPES = ['HTMLImageElement', 'HTMLCanvasElement', 'ImageBitmap', 'OffscreenCanvas'];
+const isImage = (image, realms) => realms.some((realm) => IMAGE_TYPES.some((type) => realm?.[type] && image instanceof realm[type]));
 
 /** The options of the patch grid with their defaults, checked against the result. */
-function resolvePatchOptions(result, options) {
+function resolvePatchOptions(container, result, options) {
   const { layer, palette, scale } = resolveShared(result, options);
   const row = options.row ?? result.rows[0];
   if (!result.rows.includes(row)) fail('E_OPTION', `row ${shown(row)} is not in this result (rows ${rowsText(result)})`);
@@ -192,7 +199,7 @@ function resolvePatchOptions(result, options) {
   const { image, onSelect } = options;
   let imageSize = null;
   if (image !== undefined) {
-    if (!IMAGE_TYPES.some((type) => globalThis[type] && image instanceof globalThis[type])) {
+    if (!isImage(image, [globalThis, container.ownerDocument.defaultView])) {
       fail('E_OPTION', 'image must be an HTMLImageElement, HTMLCanvasElement, ImageBitmap or OffscreenCanvas');
     }
     imageSize = [image.naturalWidth ?? image.width, image.naturalHeight ?? image.height];
@@ -213,7 +220,7 @@ function resolvePatchOptions(result, options) {
  */
 export function renderPatchGrid(container, result, options = {}) {
   checkArguments('renderPatchGrid', container, result, options);
-  const o = resolvePatchOptions(result, options);
+  const o = resolvePatchOptions(container, result, options);
   const { rows, cols, skip } = o;
   const all = result.scoresFor(o.layer, o.row);
   const scores = Array.from({ length: rows * cols }, (_, p) => all[skip + p]);

@@ -280,3 +280,35 @@ test('view: in a shadow root the styles are adopted there, not by the page; two 
   assert.deepEqual(errors, []);
   await page.close();
 });
+
+test('view: a container in a same-origin iframe gets that document\'s own stylesheet, and an image of the iframe draws under the patches', { timeout: 60_000 }, async () => {
+  const { page, errors } = await openViewPage();
+  const out = await page.evaluate(async () => {
+    const { renderTokenStrips, result, host } = window.view;
+    const { renderPatchGrid } = await import('/web/view.mjs');
+    const frame = document.createElement('iframe');
+    host.append(frame);
+    const inner = frame.contentDocument;
+    const container = inner.createElement('div');
+    inner.body.append(container);
+    renderTokenStrips(container, result, { rows: [0] });  // threw NotAllowedError: one sheet shared across documents
+    renderTokenStrips(host.appendChild(document.createElement('div')), result, { rows: [0] });  // and the page's own
+    const cell = container.querySelector('.attnflow-cell');
+    // A ViT-shaped result (1 + 2 x 2 tokens) over a canvas made in the iframe.
+    const vit = { method: 'raw', tokens: ['c', 'a', 'b', 'd', 'e'], layers: [1], rows: [0], scoresFor: () => [0, 1, 0, 0, 0] };
+    const image = inner.createElement('canvas');
+    image.width = 4;
+    image.height = 4;
+    const grid = renderPatchGrid(inner.body.appendChild(inner.createElement('div')), vit, { image });
+    return {
+      innerSheets: inner.adoptedStyleSheets.length,
+      pageSheets: document.adoptedStyleSheets.length,
+      sameSheet: inner.adoptedStyleSheets[0] === document.adoptedStyleSheets[0],
+      fontSize: frame.contentWindow.getComputedStyle(cell).fontSize,
+      grid: grid.dataset.grid,
+    };
+  });
+  assert.deepEqual(out, { innerSheets: 1, pageSheets: 1, sameSheet: false, fontSize: '14px', grid: '2 x 2' });
+  assert.deepEqual(errors, []);
+  await page.close();
+});
