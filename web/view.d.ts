@@ -105,7 +105,8 @@ export interface PatchGridOptions {
  * Draws the scores of one row at one layer over a Vision Transformer's image patches (ViT,
  * DeiT, ...), into `container`, replacing its content: a canvas of rows x cols cells coloured by
  * score, optionally over the image, as vit-explain overlays its mask. The special tokens are
- * left out. The canvas has role="img" and an aria-label naming the method, layer, row and the
+ * left out. The canvas has role="img" (with onSelect, role="application", as it then takes arrow
+ * keys) and an aria-label naming the method, layer, row and the
  * top 3 patches (row, column, token index, score); pointing at a patch (or moving to it with the
  * keyboard) outlines it and reads out its row and column (0-based from the top left), token
  * index, score and rank in the line under the grid. The root carries `data-layer`, `data-row`,

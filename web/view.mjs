@@ -246,7 +246,10 @@ export function renderPatchGrid(container, result, options = {}) {
   const canvas = h('canvas', {
     class: `attnflow-patch-canvas${o.onSelect ? ' attnflow-selectable' : ''}`,
     width: Math.round(width * dpr), height: Math.round(height * dpr),
-    role: 'img', 'aria-label': description, tabindex: o.onSelect ? 0 : undefined,
+    // With onSelect it takes arrow keys: "application" asks screen readers in browse mode to pass
+    // them on (an "img" would not), and the live read-out line says where they lead.
+    role: o.onSelect ? 'application' : 'img', 'aria-roledescription': o.onSelect ? 'patch grid' : undefined,
+    'aria-label': description, tabindex: o.onSelect ? 0 : undefined,
   });
   canvas.style.width = `${width}px`;
   canvas.style.height = `${height}px`;

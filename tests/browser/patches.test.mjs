@@ -119,6 +119,8 @@ test('patch grid: onSelect gets patch + skip on a click at a cell\'s centre, and
     window.selected = [];
     renderPatchGrid(host, results.deit, { row: 4, layer: 1, size: 300, onSelect: (index) => window.selected.push(index) });
   });
+  // Keyboard-operable, so not an image to screen readers.
+  assert.deepEqual(await page.$eval('canvas', (c) => [c.getAttribute('role'), c.getAttribute('aria-roledescription')]), ['application', 'patch grid']);
   const box = await page.locator('canvas').boundingBox();
   const centre = (r, c) => [box.x + (c + 0.5) * (box.width / 3), box.y + (r + 0.5) * (box.height / 3)];
   await page.mouse.click(...centre(0, 0));
