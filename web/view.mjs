@@ -167,9 +167,11 @@ function wireSelection(root, onSelect) {
     const cell = cellOf(e);
     if (!cell) return;
     const strip = cell.parentElement;
+    // The cells flow in the page's direction: on a right-to-left page the next one is on the left.
+    const rtl = getComputedStyle(strip).direction === 'rtl';
     const next = {
-      ArrowRight: cell.nextElementSibling,
-      ArrowLeft: cell.previousElementSibling,
+      [rtl ? 'ArrowLeft' : 'ArrowRight']: cell.nextElementSibling,
+      [rtl ? 'ArrowRight' : 'ArrowLeft']: cell.previousElementSibling,
       Home: strip.firstElementChild,
       End: strip.lastElementChild,
     }[e.key];

@@ -156,6 +156,23 @@ test('view: onSelect on click, Enter and Space; arrow keys, Home and End move on
   assert.deepEqual(out.selected, [[3, 0], [1, 3], [4, 3], [0, 3], [3, 0]]);
   assert.deepEqual(stops, [-1, 0, -1, -1, -1], 'the tab stop moved with the focus');
   assert.deepEqual(out.tags, ['BUTTON']);
+
+  // On a right-to-left page the cells run from right to left, and so do the arrow keys.
+  await page.evaluate(() => {
+    const { renderTokenStrips, result, host } = window.view;
+    document.documentElement.dir = 'rtl';
+    window.selected = [];
+    renderTokenStrips(host, result, { layer: 1, rows: [0], onSelect: (index) => window.selected.push(index) });
+  });
+  await page.focus(`${strip(0)} [data-index="0"]`);
+  await page.keyboard.press('ArrowLeft');
+  await page.keyboard.press('ArrowLeft');
+  await page.keyboard.press('Enter');
+  await page.keyboard.press('ArrowRight');
+  await page.keyboard.press('Enter');
+  const [first, second] = await page.$$eval(`${strip(0)} [data-index="0"], ${strip(0)} [data-index="1"]`, (cells) => cells.map((c) => c.getBoundingClientRect().x));
+  assert.ok(second < first, 'cell 1 is left of cell 0');
+  assert.deepEqual(await page.evaluate(() => window.selected), [2, 1]);
   assert.deepEqual(errors, []);
   await page.close();
 });
