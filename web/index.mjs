@@ -1,6 +1,6 @@
 // attnflow's public API (typed in index.d.ts): load attention data, fuse heads once inside the
 // WebAssembly module, then compute raw attention, rollout or exact attention flow.
-import { AttnflowError, fail } from './errors.mjs';
+import { AttnflowError, fail, shown } from './errors.mjs';
 import { call, loadModule, readDoubles, withAllocation, withDoubles, withInts } from './engine.mjs';
 import { resolveCompute, resolveFusion } from './options.mjs';
 import { Result } from './result.mjs';
@@ -186,7 +186,8 @@ export class FusedAttention {
       { alpha: options.alpha, discard: options.discard, rows: options.rows ?? [0] }, this);
     const layer = options.layer === 'last' ? this.numLayers : options.layer ?? 0;
     if (layer !== 0 && (!Number.isInteger(layer) || layer < 1 || layer > this.numLayers)) {
-      fail('E_OPTION', `layer must be 'last' or an integer from 1 to ${this.numLayers} (got ${JSON.stringify(options.layer)})`);
+      // Worded as compute's check of `layers` is, which the CLI's --layers reaches too.
+      fail('E_OPTION', `layer: ${shown(options.layer)} is out of range (layers (1-based) 1..${this.numLayers}, or 'last')`);
     }
     call(this.#module, () => session.prepare(alpha, discard, layer, rows.length));
   }

@@ -189,8 +189,8 @@ test('the flow solver prepare builds for a layer, and keeps between computes, ch
     assert.deepEqual(session.compute('flow', request).scores, alone.compute('flow', request).scores, JSON.stringify(request));
     alone.dispose();
   }
-  for (const layer of [0.5, 8, -1, '7']) {
-    assert.throws(() => session.prepare({ layer }), { code: 'E_OPTION', message: /layer must be 'last' or an integer from 1 to 7/ });
+  for (const [layer, got] of [[0.5, '0.5'], [8, '8'], [-1, '-1'], ['7', '"7"']]) {
+    assert.throws(() => session.prepare({ layer }), { code: 'E_OPTION', message: `layer: ${got} is out of range (layers (1-based) 1..7, or 'last')` });
   }
   assert.throws(() => session.prepare({ layer: 'last', rows: [9] }), { code: 'E_OPTION', message: /rows: 9 is out of range/ });
   session.dispose();
