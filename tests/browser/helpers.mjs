@@ -3,6 +3,7 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 import { mulberry32 } from '../../bench/synthetic.mjs';
+import { CSP } from '../../scripts/serve.mjs';
 
 /** mulberry32 (bench/synthetic.mjs): seeded, so every run uploads the same "never seen" files. */
 export const rng = mulberry32;
@@ -126,4 +127,24 @@ export function readCells(page) {
     value: Number(c.dataset.value),
     text: c.textContent,
   })));
+}
+
+/**
+ * A bare page of the server's origin with only `body` (no stylesheet) under the explorer's
+ * Content-Security-Policy, as a careful embedder would serve the package's views; resolves
+ * {page, errors} (the page's uncaught errors, collected).
+ */
+export async function openBarePage(browser, server, { body, width = 1000 }) {
+  const page = await browser.newPage({ viewport: { width, height: 700 } });
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  const url = `${server.origin}/bare-page.html`;
+  await page.route(url, (route) => route.fulfill({
+    status: 200,
+    contentType: 'text/html; charset=utf-8',
+    headers: { 'Content-Security-Policy': CSP },
+    body: `<!doctype html><html lang="en"><meta charset="utf-8"><title>embedder</title>${body}`,
+  }));
+  await page.goto(url);
+  return { page, errors };
 }

@@ -4,8 +4,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
-import { CSP } from '../../scripts/serve.mjs';
-import { OUT, launch, randomAttention, startServer, toJson } from './helpers.mjs';
+import { OUT, launch, openBarePage, randomAttention, startServer, toJson } from './helpers.mjs';
 
 /** {tokens, attentions} of L = 2, H = 1 with random softmax rows; `zero` [token] set to 0 in row 0 of layer 2. */
 function vitInput(tokens, { seed, zero }) {
@@ -41,17 +40,7 @@ after(async () => {
  * window.patchView = {renderPatchGrid, results: {vit, deit, noGrid}, host, colorOf(t, palette)}.
  */
 async function openPage() {
-  const page = await browser.newPage({ viewport: { width: 800, height: 700 } });
-  const errors = [];
-  page.on('pageerror', (e) => errors.push(e.message));
-  const url = `${server.origin}/patch-page.html`;
-  await page.route(url, (route) => route.fulfill({
-    status: 200,
-    contentType: 'text/html; charset=utf-8',
-    headers: { 'Content-Security-Policy': CSP },
-    body: '<!doctype html><html lang="en"><meta charset="utf-8"><title>patches</title><body style="margin:0"><div id="host"></div>',
-  }));
-  await page.goto(url);
+  const { page, errors } = await openBarePage(browser, server, { width: 800, body: '<body style="margin:0"><div id="host"></div>' });
   await page.evaluate(async (inputs) => {
     const { renderPatchGrid } = await import('/web/view.mjs');
     const { rgb } = await import('/web/view/colors.mjs');

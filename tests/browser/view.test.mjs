@@ -4,8 +4,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync } from 'node:fs';
-import { CSP } from '../../scripts/serve.mjs';
-import { OUT, ROOT, launch, randomAttention, startServer, toJson } from './helpers.mjs';
+import { OUT, ROOT, launch, openBarePage, randomAttention, startServer, toJson } from './helpers.mjs';
 
 const HOSTILE = '<img src=x onerror="window.pwned=1">';
 const LONG = 'x'.repeat(40);
@@ -32,17 +31,9 @@ after(async () => {
  * every layer and row: window.view = {renderTokenStrips, result, host}.
  */
 async function openViewPage({ width = 1000 } = {}) {
-  const page = await browser.newPage({ viewport: { width, height: 700 } });
-  const errors = [];
-  page.on('pageerror', (e) => errors.push(e.message));
-  const url = `${server.origin}/embedding-page.html`;
-  await page.route(url, (route) => route.fulfill({
-    status: 200,
-    contentType: 'text/html; charset=utf-8',
-    headers: { 'Content-Security-Policy': CSP },
-    body: '<!doctype html><html lang="en"><meta charset="utf-8"><title>embedder</title><body><h1>Embedder</h1><div id="host"></div><button id="outside">a page button</button>',
-  }));
-  await page.goto(url);
+  const { page, errors } = await openBarePage(browser, server, {
+    width, body: '<body><h1>Embedder</h1><div id="host"></div><button id="outside">a page button</button>',
+  });
   await page.evaluate(async (input) => {
     document.addEventListener('securitypolicyviolation', (e) => { window.violations = [...(window.violations ?? []), e.violatedDirective]; });
     const { renderTokenStrips } = await import('/web/view.mjs');
