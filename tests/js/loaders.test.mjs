@@ -688,6 +688,8 @@ test('safetensors header problems', async () => {
   const f32 = new Uint8Array(16);
   await rejects(() => load(st({ attentions: { dtype: 'I32', shape: [1, 1, 2, 2], data_offsets: [0, 16] } }, f32)),
     'E_FORMAT', 'dtype "I32"');
+  await rejects(() => load(st({ attentions: { dtypf: 'F32', shape: [1, 1, 2, 2], data_offsets: [0, 16] } }, f32)),
+    'E_FORMAT', 'tensor "attentions" has no dtype; attention weights must be');
   await rejects(() => load(st({ attentions: { dtype: 'F32', shape: [1, 1, 2, 2], data_offsets: [0, 12] } }, f32)),
     'E_FORMAT', 'needs 16 bytes');
   await rejects(() => load(st({ attentions: { dtype: 'F32', shape: [1, 1, 2, 2], data_offsets: [0, 16] },

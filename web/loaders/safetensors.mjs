@@ -57,7 +57,10 @@ export function loadSafetensors(source, options, name) {
     fail('E_FORMAT', `${tWhat} has no valid shape and data_offsets`);
   }
   const dtype = dtypeFromSafetensors(t.dtype);
-  if (!dtype) fail('E_FORMAT', `${tWhat} has dtype ${JSON.stringify(t.dtype)}; attention weights must be F16, BF16, F32 or F64`);
+  if (!dtype) {
+    const found = t.dtype === undefined ? 'no dtype' : `dtype ${JSON.stringify(t.dtype)}`;
+    fail('E_FORMAT', `${tWhat} has ${found}; attention weights must be F16, BF16, F32 or F64`);
+  }
   const count = shapeCount(t.shape, tWhat);
   const [begin, end] = t.data_offsets;
   const dataStart = 8 + hlen;
