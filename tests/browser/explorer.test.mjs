@@ -6,8 +6,9 @@ import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { compute, loadAttention } from 'attnflow';
 import {
-  OUT, ROOT, launch, randomAttention, readCells, startServer, toJson, toNpy, waitDone,
+  OUT, ROOT, launch, randomAttention, readCells, rng, startServer, toJson, toNpy, waitDone,
 } from './helpers.mjs';
+import { FORMAT_FIXTURES, mutate, readFormatFixture } from '../mutate.mjs';
 
 const METHODS = ['raw', 'rollout', 'flow'];
 let server;
@@ -333,6 +334,36 @@ test('a bad file shows an error; the previous view stays usable', { timeout: 60_
   await page.waitForSelector('[data-testid="results"][data-state="error"]');
   assert.ok((await page.textContent('[data-testid="error"]')).length > 10);
   assert.equal((await readCells(page)).length, before.length);
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
+test('40 corrupted files in a row: each ends in a view or a coded error, the page never breaks', { timeout: 120_000 }, async () => {
+  const { page, context, errors } = await openPage();
+  const random = rng(4012);
+  const outcomes = {};
+  for (let k = 0; k < 40; k++) {
+    const name = FORMAT_FIXTURES[Math.floor(random() * FORMAT_FIXTURES.length)];
+    const [bytes, description] = mutate(readFormatFixture(name), random);
+    const what = `${name}, mutant ${k}, ${description}`;
+    // A state no drop leaves, so the wait below sees this drop's outcome, not the last one's.
+    await page.evaluate(() => { document.querySelector('[data-testid="results"]').dataset.state = 'dropped'; });
+    await page.setInputFiles('[data-testid="attention-file"]', { name, mimeType: 'application/octet-stream', buffer: Buffer.from(bytes) });
+    await page.waitForFunction(() => ['done', 'error'].includes(document.querySelector('[data-testid="results"]').dataset.state),
+      null, { timeout: 20_000 });
+    if (await page.getAttribute('[data-testid="results"]', 'data-state') === 'error') {
+      const message = await page.textContent('[data-testid="error"]');
+      assert.match(message, /E_(FORMAT|INPUT|TOO_LARGE)/, what);
+      assert.doesNotMatch(message, /undefined|\[object /, what);
+      outcomes.error = (outcomes.error ?? 0) + 1;
+    } else {
+      outcomes.done = (outcomes.done ?? 0) + 1;
+    }
+  }
+  assert.ok(outcomes.error >= 20, `most mutants are refused: ${JSON.stringify(outcomes)}`);
+  // After all that, a good file still opens.
+  await page.setInputFiles('[data-testid="attention-file"]', { name: 'att.npz', mimeType: 'application/octet-stream', buffer: Buffer.from(readFormatFixture('att.npz')) });
+  await waitDone(page, { file: 'att.npz' });
   assert.deepEqual(errors, []);
   await context.close();
 });
