@@ -87,7 +87,8 @@ export interface ComputeOptions extends FusionOptions {
   alpha?: number;
   /**
    * Rollout and flow: before the residual, set to 0 the floor(discard * n^2) smallest entries of
-   * each fused layer (ties by row-major position; entry (0, 0) is never discarded), as
+   * each fused layer (ranked by value rounded to a multiple of 2^-40, so that values equal in
+   * exact arithmetic tie, then by row-major position; entry (0, 0) is never discarded), as
    * jacobgil/vit-explain's discard_ratio. In [0, 1); default 0. Raw attention is not affected.
    */
   discard?: number;

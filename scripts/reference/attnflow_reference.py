@@ -202,14 +202,17 @@ def fuse(W, fused, fusion="mean", heads=None):
 
 def discard_smallest(F, ratio):
     """vit-explain's discard_ratio, deterministic: per layer, zero the floor(ratio * n^2) smallest
-    entries (ties by row-major position), never entry (0, 0). Rows are not re-normalised here."""
+    entries, ranked by value rounded to a multiple of 2^-40 (so that values equal in exact
+    arithmetic tie whatever order computed them), ties by row-major position; never entry (0, 0).
+    Rows are not re-normalised here."""
     if not 0.0 <= ratio < 1.0:
         raise ReferenceError_(f"discard must be in [0, 1), got {ratio}")
     out = F.copy()
     for l in range(F.shape[0]):
         flat = out[l].reshape(-1)
         count = int(np.floor(ratio * flat.size))
-        smallest = np.lexsort((np.arange(flat.size), flat))[:count]  # by value, then position
+        key = np.floor(flat * 2.0 ** 40 + 0.5)  # exact: the values lie in [0, 1]
+        smallest = np.lexsort((np.arange(flat.size), key))[:count]  # by rounded value, then position
         flat[smallest[smallest != 0]] = 0.0
     return out
 

@@ -203,11 +203,22 @@ Matrix discardSmallest(const Matrix& fused, double ratio) {
   if (count == 0) return kept;
   std::vector<Eigen::Index> order(static_cast<std::size_t>(size));
   std::iota(order.begin(), order.end(), Eigen::Index{0});
+  // Entries are ranked by their value rounded to a multiple of kDiscardQuantum, then by position.
+  // Values equal in exact arithmetic (1/4 and 1/4) come out of another order of operations a few
+  // ulps apart (mean of the heads first: 0.24999999999999997), and ranking them by their last
+  // bits would move a discard threshold, and the scores by up to the discarded weight, between
+  // implementations; rounded, they tie and go by position in every implementation.
+  std::vector<std::int64_t> keys(static_cast<std::size_t>(size));
   const double* values = fused.data();
+  for (Eigen::Index k = 0; k < size; ++k) {
+    keys[static_cast<std::size_t>(k)] = std::llround(values[k] / kDiscardQuantum);
+  }
   // Only which entries are the `count` smallest matters, not their order among themselves.
   std::nth_element(order.begin(), order.begin() + (count - 1), order.end(),
-                   [values](Eigen::Index a, Eigen::Index b) {
-                     return values[a] < values[b] || (values[a] == values[b] && a < b);
+                   [&keys](Eigen::Index a, Eigen::Index b) {
+                     const std::int64_t ka = keys[static_cast<std::size_t>(a)];
+                     const std::int64_t kb = keys[static_cast<std::size_t>(b)];
+                     return ka < kb || (ka == kb && a < b);
                    });
   double* out = kept.data();
   for (Eigen::Index k = 0; k < count; ++k) {

@@ -28,10 +28,15 @@ Matrix fuseHeads(const double* heads, int numHeads, int n, Fusion fusion,
 /// Throws InputError like fuseHeads (the message names layer, row and column; there is no head).
 Matrix takeFusedLayer(const double* fused, int n, int layer);
 
+/// The grain discardSmallest ranks by (2^-40, about 9.1e-13): far above the rounding differences
+/// of computing F in another order, far below any difference float32 attention can express.
+inline constexpr double kDiscardQuantum = 0x1p-40;
+
 /// jacobgil/vit-explain's "discard_ratio", made deterministic: sets to 0 the floor(ratio * n^2)
-/// smallest entries of F (ties broken by row-major position, smallest first), except entry (0, 0),
-/// which is never discarded (so fewer entries are zeroed when it is among them). Rows are not
-/// re-normalised here: mixResidual does that after adding the identity, as vit-explain does.
+/// smallest entries of F, ranked by value rounded to the nearest multiple of kDiscardQuantum, ties
+/// broken by row-major position (smallest first), except entry (0, 0), which is never discarded
+/// (so fewer entries are zeroed when it is among them). Rows are not re-normalised here:
+/// mixResidual does that after adding the identity, as vit-explain does.
 /// Throws InputError unless 0 <= ratio < 1.
 Matrix discardSmallest(const Matrix& fused, double ratio);
 

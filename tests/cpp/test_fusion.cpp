@@ -282,6 +282,17 @@ TEST_CASE("discardSmallest zeroes the smallest entries, ties by position, never 
   expected << 0.1, 0.4, 0.0, 0.0;
   CHECK(attnflow::discardSmallest(f, 0.75) == expected);
   CHECK(attnflow::discardSmallest(f, 0.0) == f);
+  // 0.25 and 0.24999999999999997 (1/4 computed as a mean first) are equal in exact arithmetic:
+  // they tie, and the earlier position goes first, whatever their last bits say.
+  attnflow::Matrix quarters(2, 2);
+  quarters << 0.5, 0.25, std::nextafter(0.25, 0.0), 0.75;
+  attnflow::Matrix earlierGoes(2, 2);
+  earlierGoes << 0.5, 0.0, std::nextafter(0.25, 0.0), 0.75;
+  CHECK(attnflow::discardSmallest(quarters, 0.25) == earlierGoes);
+  // Values 2^-39 apart (two multiples of the 2^-40 grain) still rank by value.
+  quarters(1, 0) = 0.25 - 0x1p-39;
+  earlierGoes << 0.5, 0.25, 0.0, 0.75;
+  CHECK(attnflow::discardSmallest(quarters, 0.25) == earlierGoes);
   CHECK_THROWS_AS(attnflow::discardSmallest(f, 1.0), attnflow::InputError);
   CHECK_THROWS_AS(attnflow::discardSmallest(f, -0.1), attnflow::InputError);
 }

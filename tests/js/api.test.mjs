@@ -262,7 +262,8 @@ test('discard zeroes the smallest fused weights of each layer before the residua
       const sum = row.reduce((p, q) => p + q, 0);
       return row.map((v) => v / sum);
     }).flat();
-    const order = F.map((v, k) => [v, k]).sort((a, b) => a[0] - b[0] || a[1] - b[1]).slice(0, 10);
+    // ranked by value rounded to a multiple of 2^-40, then by position (docs/SEMANTICS.md)
+    const order = F.map((v, k) => [Math.floor(v * 2 ** 40 + 0.5), k]).sort((a, b) => a[0] - b[0] || a[1] - b[1]).slice(0, 10);
     for (const [, k] of order) if (k !== 0) F[k] = 0;
     return Array.from({ length: 5 }, (_, i) => {
       const mixed = F.slice(i * 5, i * 5 + 5).map((v, j) => 0.7 * v + (i === j ? 0.3 : 0));
