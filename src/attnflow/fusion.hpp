@@ -29,7 +29,8 @@ Matrix fuseHeads(const double* heads, int numHeads, int n, Fusion fusion,
 Matrix takeFusedLayer(const double* fused, int n, int layer);
 
 /// The grain discardSmallest ranks by (2^-40, about 9.1e-13): far above the rounding differences
-/// of computing F in another order, far below any difference float32 attention can express.
+/// of computing F in another order, and below any difference that matters: entries closer than
+/// that (such as two weights under 1e-12) rank by position.
 inline constexpr double kDiscardQuantum = 0x1p-40;
 
 /// jacobgil/vit-explain's "discard_ratio", made deterministic: sets to 0 the floor(ratio * n^2)
