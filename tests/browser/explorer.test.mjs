@@ -1,42 +1,31 @@
 // The explorer page in a real headless Chromium (Debian's chromium, driven by playwright-core),
 // served by scripts/serve.mjs on a free port. Run: node --test tests/browser/
 // Screenshots go to tests/browser/out/ (git-ignored).
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { compute, loadAttention } from 'attnflow';
 import {
-  OUT, ROOT, launch, randomAttention, readCells, rng, startServer, toJson, toNpy, waitDone,
+  OUT, ROOT, randomAttention, readCells, rng, toJson, toNpy, useServerAndBrowser, waitDone,
 } from './helpers.mjs';
 import { FORMAT_FIXTURES, mutate, readFormatFixture } from '../mutate.mjs';
 
 const METHODS = ['raw', 'rollout', 'flow'];
-let server;
-let browser;
+const session = useServerAndBrowser();
 const offOrigin = [];  // every request that left the page's origin, over all tests
 
-before(async () => {
-  mkdirSync(OUT, { recursive: true });
-  server = await startServer();
-  browser = await launch();
-});
-
-after(async () => {
-  await browser?.close();
-  server?.close();
-});
 
 async function openPage({ width = 1280, height = 800 } = {}) {
-  const context = await browser.newContext({ viewport: { width, height }, acceptDownloads: true });
+  const context = await session.browser.newContext({ viewport: { width, height }, acceptDownloads: true });
   const page = await context.newPage();
   const errors = [];
   page.on('pageerror', (e) => errors.push(e.message));
   // context-level: also sees requests made by the page's workers
   context.on('request', (r) => {
     const u = r.url();
-    if (!u.startsWith(`${server.origin}/`) && !u.startsWith('blob:') && !u.startsWith('data:')) offOrigin.push(u);
+    if (!u.startsWith(`${session.server.origin}/`) && !u.startsWith('blob:') && !u.startsWith('data:')) offOrigin.push(u);
   });
-  await page.goto(server.url);
+  await page.goto(session.server.url);
   await waitDone(page);
   return { page, context, errors };
 }
@@ -481,7 +470,7 @@ test('compute all rows: exported flow/rollout/raw equal the package, with one wo
   const want = {};
   for (const method of METHODS) want[method] = (await compute(data, method, { layers: 'all', rows: 'all' })).toJSON().scores;
   for (const cores of [1, 4]) {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, acceptDownloads: true });
+    const context = await session.browser.newContext({ viewport: { width: 1280, height: 800 }, acceptDownloads: true });
     // The page uses hardwareConcurrency - 1 pool workers for compute-all flow (none on <= 2 cores).
     await context.addInitScript((c) => Object.defineProperty(Navigator.prototype, 'hardwareConcurrency', { get: () => c }), cores);
     const page = await context.newPage();
@@ -489,7 +478,7 @@ test('compute all rows: exported flow/rollout/raw equal the package, with one wo
     let pool = false;
     page.on('pageerror', (e) => errors.push(e.message));
     context.on('request', (r) => { if (r.url().endsWith('/web/parallel-worker.mjs')) pool = true; });
-    await page.goto(server.url);
+    await page.goto(session.server.url);
     await waitDone(page);
     await page.setInputFiles('[data-testid="attention-file"]', { name: 'all.json', mimeType: 'application/json', buffer: bytes });
     await waitDone(page, { file: 'all.json', layer: L });

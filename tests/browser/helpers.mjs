@@ -1,5 +1,7 @@
 // Shared by the browser tests: the static server, Chromium, and synthetic attention inputs.
 import { spawn } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { after, before } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 import { mulberry32 } from '../../bench/synthetic.mjs';
@@ -29,6 +31,24 @@ export async function startServer({ isolated = true } = {}) {
     child.once('exit', (code) => reject(new Error(`serve.mjs exited with ${code}`)));
   });
   return { url, origin: new URL(url).origin, close: () => child.kill() };
+}
+
+/**
+ * The explorer's server and a headless Chromium, started before the calling file's tests and
+ * closed after them: read `session.server` and `session.browser` inside tests.
+ */
+export function useServerAndBrowser() {
+  const session = { server: null, browser: null };
+  before(async () => {
+    mkdirSync(OUT, { recursive: true });
+    session.server = await startServer();
+    session.browser = await launch();
+  });
+  after(async () => {
+    await session.browser?.close();
+    session.server?.close();
+  });
+  return session;
 }
 
 export function launch() {

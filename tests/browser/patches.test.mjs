@@ -1,10 +1,9 @@
 // The drop-in patch grid (renderPatchGrid of attnflow/view) in Chromium, on a bare page under the
 // explorer's Content-Security-Policy: Vision-Transformer-shaped inputs (special tokens, then a
 // grid of patches), computed in the page, drawn on a canvas whose pixels the tests read.
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync } from 'node:fs';
-import { OUT, launch, openBarePage, randomAttention, startServer, toJson } from './helpers.mjs';
+import { OUT, openBarePage, randomAttention, toJson, useServerAndBrowser } from './helpers.mjs';
 
 /** {tokens, attentions} of L = 2, H = 1 with random softmax rows; `zero` [token] set to 0 in row 0 of layer 2. */
 function vitInput(tokens, { seed, zero }) {
@@ -23,24 +22,14 @@ const VIT = vitInput(['[CLS]', ...patches(16)], { seed: 21, zero: 6 });  // toke
 const DEIT = vitInput(['[CLS]', '[DIST]', ...patches(9)], { seed: 22 });
 const NO_GRID = vitInput(['[CLS]', ...patches(11)], { seed: 23 });  // 12, 11 and 10: no squares
 
-let server;
-let browser;
-before(async () => {
-  mkdirSync(OUT, { recursive: true });
-  server = await startServer();
-  browser = await launch();
-});
-after(async () => {
-  await browser?.close();
-  server?.close();
-});
+const session = useServerAndBrowser();
 
 /**
  * A bare page with raw attention of every layer and row computed for each input:
  * window.patchView = {renderPatchGrid, results: {vit, deit, noGrid}, host, colorOf(t, palette)}.
  */
 async function openPage() {
-  const { page, errors } = await openBarePage(browser, server, { width: 800, body: '<body style="margin:0"><div id="host"></div>' });
+  const { page, errors } = await openBarePage(session.browser, session.server, { width: 800, body: '<body style="margin:0"><div id="host"></div>' });
   await page.evaluate(async (inputs) => {
     const { renderPatchGrid } = await import('/web/view.mjs');
     const { rgb } = await import('/web/view/colors.mjs');

@@ -1,10 +1,10 @@
 // The drop-in view (attnflow/view, web/view.mjs) in Chromium, on a bare page of the test server's
 // origin: no CSS of its own, and the explorer's strict Content-Security-Policy (style-src 'self'),
 // as a careful embedder would serve it. The page computes flow itself and draws it.
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync } from 'node:fs';
-import { OUT, ROOT, launch, openBarePage, randomAttention, startServer, toJson } from './helpers.mjs';
+import { readFileSync } from 'node:fs';
+import { OUT, ROOT, openBarePage, randomAttention, toJson, useServerAndBrowser } from './helpers.mjs';
 
 const HOSTILE = '<img src=x onerror="window.pwned=1">';
 const LONG = 'x'.repeat(40);
@@ -14,24 +14,14 @@ const SHOWN = [`${HOSTILE.slice(0, 23)}…`, '∅', '·', `${LONG.slice(0, 23)}�
 const ATTENTION = { tokens: TOKENS, attentions: JSON.parse(toJson(TOKENS, randomAttention({ L: 2, H: 1, n: 5, seed: 11 }), 2, 1)).attentions };
 const VIRIDIS_TOP = 'rgb(253, 231, 37)';  // #fde725
 
-let server;
-let browser;
-before(async () => {
-  mkdirSync(OUT, { recursive: true });
-  server = await startServer();
-  browser = await launch();
-});
-after(async () => {
-  await browser?.close();
-  server?.close();
-});
+const session = useServerAndBrowser();
 
 /**
  * A bare page (no stylesheet, only a container) with the package imported and flow computed for
  * every layer and row: window.view = {renderTokenStrips, result, host}.
  */
 async function openViewPage({ width = 1000 } = {}) {
-  const { page, errors } = await openBarePage(browser, server, {
+  const { page, errors } = await openBarePage(session.browser, session.server, {
     width, body: '<body><h1>Embedder</h1><div id="host"></div><button id="outside">a page button</button>',
   });
   await page.evaluate(async (input) => {
@@ -233,11 +223,11 @@ test('view: options are checked (E_OPTION, the previous view stays); drawing aga
 test('view: the README\'s page runs as written (from the repository root, as a static server serves it)', { timeout: 60_000 }, async () => {
   const readme = readFileSync(`${ROOT}README.md`, 'utf8');
   const html = readme.slice(readme.indexOf('## A drop-in view')).match(/```html\n([\s\S]*?)```/)[1];
-  const page = await browser.newPage();
+  const page = await session.browser.newPage();
   const errors = [];
   page.on('pageerror', (e) => errors.push(e.message));
   // Its inline scripts need a server without the explorer's policy, as the README says.
-  const url = `${server.origin}/readme-view.html`;
+  const url = `${session.server.origin}/readme-view.html`;
   await page.route(url, (route) => route.fulfill({ status: 200, contentType: 'text/html; charset=utf-8', body: html }));
   await page.goto(url);
   await page.waitForSelector('.attnflow-strip[data-row="4"] [data-index="3"]', { timeout: 30_000 });
