@@ -2139,7 +2139,7 @@ bool fastSolverCut(const LayerStack& A, int layer, int row, int token, FlowSolve
     capacity += e.capacity;
     cut.push_back(e);
   }
-  if (std::abs(capacity - result.value) > kMetTol + static_cast<double>(cut.size() + n) * kEps) {
+  if (std::abs(capacity - result.value) > kMetTol + (static_cast<double>(cut.size()) + n) * kEps) {
     return false;
   }
   std::sort(cut.begin(), cut.end(), [](const LayerEdge& x, const LayerEdge& y) {
