@@ -91,6 +91,10 @@ for (const base of BASE_FLOW_CASES) {
   // the same absolute target as the flat case.
   FLOW_CASES.push({ ...base, id: `${base.id}-peaky`, what: `${base.what}, peaky rows`, alpha: 0.5, causal: false, profile: 'peaky', networkx: null, budget: VARIANT_BUDGET });
 }
+// A stress case for one target row (PROFILES.sink): half of every row on the first token in
+// every layer; held to the one-row target too.
+FLOW_CASES.splice(FLOW_CASES.findIndex((c) => c.id === 'row-L12-n128-peaky') + 1, 0,
+  { ...BASE_FLOW_CASES[0], id: 'row-L12-n128-sink', what: `${BASE_FLOW_CASES[0].what}, half of each row on token 0`, alpha: 0.5, causal: false, profile: 'sink', networkx: null, budget: VARIANT_BUDGET });
 if (QUICK) for (const c of FLOW_CASES) if (c.networkx && !c.networkx.budget) c.networkx = null;
 for (const c of FLOW_CASES) if (c.networkx?.budget && QUICK) c.networkx = { budget: 2 };
 
@@ -431,7 +435,7 @@ const CLI_PROCESSES = 5;
  * first runs of code and the first writes to the rest of its working memory.
  */
 async function cliRowCases() {
-  for (const profile of ['flat', 'peaky']) {
+  for (const profile of ['flat', 'peaky', 'sink']) {
     const id = `cli-row-L12-n128${profile === 'flat' ? '' : `-${profile}`}`;
     if (!selected(id)) continue;
     const path = await ensureInput(BERT_BASE_12, false, profile);
@@ -450,7 +454,7 @@ async function cliRowCases() {
     if (!runs.length) continue;
     const compute = runs.map((t) => t.compute_ms / 1000);
     record({
-      case: id, what: `one target row, L=12,H=12,n=128${profile === 'flat' ? '' : ', peaky rows'}: CLI --rows 0 --timing, one call per process`,
+      case: id, what: `one target row, L=12,H=12,n=128${{ flat: '', peaky: ', peaky rows', sink: ', half of each row on token 0' }[profile]}: CLI --rows 0 --timing, one call per process`,
       impl: 'attnflow-cli-cold', seconds: median(compute), runs: compute, load_seconds: median(runs.map((t) => t.load_ms / 1000)),
       target_seconds: 0.01, met: Math.max(...compute) < 0.01,
     });

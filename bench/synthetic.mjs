@@ -30,10 +30,15 @@ export const SPEC_VERSION = 1;
  * peaky: the same spec with larger logits, in that trained model's range: mean largest weight
  * 0.46, normalised entropy 0.47 at n = 128 (about half of each row on the sink, diagonal and
  * previous token). Fewer pairs meet the simple cut bounds there, so flow costs more per pair.
+ * sink: peaky with a stronger first-token bias: half of every row (the mean over heads) on token
+ * 0 in every layer, the first ones included, where trained encoders attend more broadly and put
+ * that much on [CLS]/[SEP] only in their middle layers. A stress case for one target row: most
+ * of its flows end below every cut bound after several Dinic phases over many tiny arcs.
  */
 export const PROFILES = {
   flat: { SPREAD: 2, DIAG: 1.5, SINK: 2.5, PREV: 1.5 },
   peaky: { SPREAD: 5, DIAG: 4, SINK: 6, PREV: 4 },
+  sink: { SPREAD: 5, DIAG: 4, SINK: 8, PREV: 4 },
 };
 
 /** mulberry32, as specified above. Returns a function giving doubles in [0, 1). */
