@@ -82,6 +82,8 @@ const BASE_FLOW_CASES = [
   { id: 'row-L24-n256', what: 'one target row, L=24,H=16,n=256', shape: LARGE_256, layers: 'last', rows: 'one', targetMs: 100 },
   { id: 'all-L12-n128', what: 'BERT-base full: every row of every layer, L=12,H=12,n=128', shape: BERT_BASE_12, layers: 'all', rows: 'all', targetMs: 3000, networkx: { pairs: 1 } },
 ];
+/** What a case's input profile adds to its description (bench/synthetic.mjs, PROFILES). */
+const PROFILE_WHAT = { flat: '', peaky: ', peaky rows', sink: ', half of each row on token 0' };
 const FLOW_CASES = [];
 for (const base of BASE_FLOW_CASES) {
   FLOW_CASES.push({ ...base, alpha: 0.5, causal: false, budget: BUDGET });
@@ -89,12 +91,10 @@ for (const base of BASE_FLOW_CASES) {
   FLOW_CASES.push({ ...base, id: `${base.id}-causal`, what: `${base.what}, causal`, alpha: 0.5, causal: true, base: base.id, targetMs: null, networkx: null, budget: VARIANT_BUDGET });
   // Beyond the issue: rows as peaky as a trained model's (bench/synthetic.mjs, PROFILES), held to
   // the same absolute target as the flat case.
-  FLOW_CASES.push({ ...base, id: `${base.id}-peaky`, what: `${base.what}, peaky rows`, alpha: 0.5, causal: false, profile: 'peaky', networkx: null, budget: VARIANT_BUDGET });
+  FLOW_CASES.push({ ...base, id: `${base.id}-peaky`, what: `${base.what}${PROFILE_WHAT.peaky}`, alpha: 0.5, causal: false, profile: 'peaky', networkx: null, budget: VARIANT_BUDGET });
+  // A stress case for one target row (PROFILES.sink), held to the one-row target too.
+  if (base.id === 'row-L12-n128') FLOW_CASES.push({ ...base, id: `${base.id}-sink`, what: `${base.what}${PROFILE_WHAT.sink}`, alpha: 0.5, causal: false, profile: 'sink', networkx: null, budget: VARIANT_BUDGET });
 }
-// A stress case for one target row (PROFILES.sink): half of every row on the first token in
-// every layer; held to the one-row target too.
-FLOW_CASES.splice(FLOW_CASES.findIndex((c) => c.id === 'row-L12-n128-peaky') + 1, 0,
-  { ...BASE_FLOW_CASES[0], id: 'row-L12-n128-sink', what: `${BASE_FLOW_CASES[0].what}, half of each row on token 0`, alpha: 0.5, causal: false, profile: 'sink', networkx: null, budget: VARIANT_BUDGET });
 if (QUICK) for (const c of FLOW_CASES) if (c.networkx && !c.networkx.budget) c.networkx = null;
 for (const c of FLOW_CASES) if (c.networkx?.budget && QUICK) c.networkx = { budget: 2 };
 
@@ -454,7 +454,7 @@ async function cliRowCases() {
     if (!runs.length) continue;
     const compute = runs.map((t) => t.compute_ms / 1000);
     record({
-      case: id, what: `one target row, L=12,H=12,n=128${{ flat: '', peaky: ', peaky rows', sink: ', half of each row on token 0' }[profile]}: CLI --rows 0 --timing, one call per process`,
+      case: id, what: `one target row, L=12,H=12,n=128${PROFILE_WHAT[profile]}: CLI --rows 0 --timing, one call per process`,
       impl: 'attnflow-cli-cold', seconds: median(compute), runs: compute, load_seconds: median(runs.map((t) => t.load_ms / 1000)),
       target_seconds: 0.01, met: Math.max(...compute) < 0.01,
     });

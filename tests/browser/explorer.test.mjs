@@ -14,7 +14,6 @@ const METHODS = ['raw', 'rollout', 'flow'];
 const session = useServerAndBrowser();
 const offOrigin = [];  // every request that left the page's origin, over all tests
 
-
 async function openPage({ width = 1280, height = 800 } = {}) {
   const context = await session.browser.newContext({ viewport: { width, height }, acceptDownloads: true });
   const page = await context.newPage();
