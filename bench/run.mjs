@@ -92,8 +92,9 @@ for (const base of BASE_FLOW_CASES) {
   // Beyond the issue: rows as peaky as a trained model's (bench/synthetic.mjs, PROFILES), held to
   // the same absolute target as the flat case.
   FLOW_CASES.push({ ...base, id: `${base.id}-peaky`, what: `${base.what}${PROFILE_WHAT.peaky}`, alpha: 0.5, causal: false, profile: 'peaky', networkx: null, budget: VARIANT_BUDGET });
-  // A stress case for one target row (PROFILES.sink), held to the one-row target too.
-  if (base.id === 'row-L12-n128') FLOW_CASES.push({ ...base, id: `${base.id}-sink`, what: `${base.what}${PROFILE_WHAT.sink}`, alpha: 0.5, causal: false, profile: 'sink', networkx: null, budget: VARIANT_BUDGET });
+  // Stress cases (PROFILES.sink): one target row and every row of the last layer, held to the
+  // targets of their flat cases too.
+  if (base.id === 'row-L12-n128' || base.id === 'last-L12-n128') FLOW_CASES.push({ ...base, id: `${base.id}-sink`, what: `${base.what}${PROFILE_WHAT.sink}`, alpha: 0.5, causal: false, profile: 'sink', networkx: null, budget: VARIANT_BUDGET });
 }
 if (QUICK) for (const c of FLOW_CASES) if (c.networkx && !c.networkx.budget) c.networkx = null;
 for (const c of FLOW_CASES) if (c.networkx?.budget && QUICK) c.networkx = { budget: 2 };

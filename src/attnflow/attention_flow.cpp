@@ -1434,6 +1434,35 @@ std::vector<const double*> innerMatrices(const LayerStack& A, int layer) {
   return arcMatrices(A, layer - 1, 2);
 }
 
+// The middle-layer certificate's supplies w at the nodes of layer h (see FlowEngine): the
+// uniform distribution over layer h + kSupplySteps carried down to layer h along the arcs between
+// (the mean row of A[h + kSupplySteps] ... A[h + 1]), scaled to total 1; uniform if nothing
+// arrives. w depends on the stack and h only, so the layers sharing a middle layer share it.
+// Why not uniform w (as in FLOW-NOTES.md): where the heads put much of every row on one token
+// (the `sink` profile of bench/synthetic.mjs: half of each row of their mean on token 0), every
+// node sends a quarter of what it carries to that token's node, which passes little of it on, so
+// no source can deliver as little as 1/n there. Uniform w settled no pair, and every row of the
+// last layer at L=12, n=128 took 0.83 s natively (one solve per pair); with w carried down 1, 2
+// or 3 layers, 41, 32 and 85 ms. On the flat, peaky and model-like inputs measured, 2 layers was
+// within noise of uniform w or faster (the last layer of peaky rows at alpha 1: 5.9 -> 4.4 ms).
+// bench/native/NOTES.md has the figures.
+constexpr int kSupplySteps = 2;
+
+std::vector<double> certificateSupplies(const LayerStack& A, int h) {
+  const Index n = A[0].rows();
+  RowVector w = RowVector::Constant(n, 1.0 / static_cast<double>(n));
+  for (int l = std::min(h + kSupplySteps, static_cast<int>(A.size())); l > h; --l) {
+    w = w * A[static_cast<std::size_t>(l - 1)];
+  }
+  const double total = w.sum();
+  if (total > 0.0) {
+    w /= total;
+  } else {
+    w.setConstant(1.0 / static_cast<double>(n));
+  }
+  return std::vector<double>(w.data(), w.data() + n);
+}
+
 // The certificate's half solvers (see FlowEngine). Source halves: node layers layer-1 .. h,
 // arcs A[layer-1] .. A[h+1]. Sink halves: node layers h .. 1, arcs A[h] .. A[2].
 std::unique_ptr<LayeredFlow> sourceHalfSolver(const LayerStack& A, int layer, int h) {
@@ -1614,9 +1643,9 @@ struct FlowSolverCache::State {
   std::size_t keptBytes;  // per kind of solver below (see KeptSolvers)
   const LayerStack* stack = nullptr;
   Matrix firstT;
-  // The certificate's supplies at the middle layer (1/n each). The half solvers cache facts about
-  // them by address, as about sinks, so they live here with the solvers.
-  std::vector<double> uniform;
+  // The certificate's supplies, by middle layer (certificateSupplies()). The half solvers cache
+  // facts about them by address, as about sinks, so they live here with the solvers.
+  std::map<int, std::vector<double>> supplies;
   KeptSolvers<LayeredFlow, int> layerSolvers;                 // by source layer
   KeptSolvers<LayeredFlow, std::pair<int, int>> sourceHalves;  // by (source layer, middle layer)
   KeptSolvers<LayeredFlow, int> sinkHalves;                    // by middle layer
@@ -1662,11 +1691,11 @@ struct FlowSolverCache::State {
     return firstT;
   }
 
-  const std::vector<double>& uniformSupplies(const LayerStack& A) {
+  const std::vector<double>& suppliesAt(const LayerStack& A, int h) {
     forStack(A);
-    const auto n = static_cast<std::size_t>(A[0].rows());
-    if (uniform.empty()) uniform.assign(n, 1.0 / static_cast<double>(n));
-    return uniform;
+    auto it = supplies.find(h);
+    if (it == supplies.end()) it = supplies.emplace(h, certificateSupplies(A, h)).first;
+    return it->second;
   }
 };
 
@@ -1675,20 +1704,19 @@ namespace {
 // Flows for many rows of one stack, sharing work between rows and layers.
 //
 // The middle-layer certificate (FLOW-NOTES.md): pick a layer h and supplies w at its nodes
-// (uniform, total 1). If source (l, r) can deliver exactly w to layer h (a "source half" flow on
-// layers l..h+1), and supplies <= w at layer h can deliver V_j to sink (0, j) (a "sink half" flow
-// on layers h..1), then trimming the source half to what the sink half uses (scale the paths
-// ending at each node of layer h) and joining the two (they use disjoint arcs) gives a feasible
-// flow of value V_j from (l, r) to (0, j). When V_j meets a cut of the full graph (the source's
-// out-arcs or the sink's in-arcs), that is the maximum. It costs one half flow per source and per
-// sink instead of one full flow per pair; pairs it does not certify are solved exactly one by
-// one, so the result is exact on any input.
+// (total 1; see certificateSupplies()). If source (l, r) can deliver exactly w to layer h (a
+// "source half" flow on layers l..h+1), and supplies <= w at layer h can deliver V_j to sink
+// (0, j) (a "sink half" flow on layers h..1), then trimming the source half to what the sink
+// half uses (scale the paths ending at each node of layer h) and joining the two (they use
+// disjoint arcs) gives a feasible flow of value V_j from (l, r) to (0, j). When V_j meets a cut of
+// the full graph (the source's out-arcs or the sink's in-arcs), that is the maximum. It costs one
+// half flow per source and per sink instead of one full flow per pair; pairs it does not certify
+// are solved exactly one by one, so the result is exact on any input.
 class FlowEngine {
  public:
   explicit FlowEngine(const LayerStack& A, FlowSolverCache* cache = nullptr)
       : A_(A), cache_(cache), n_(static_cast<int>(A[0].rows())),
-        certificateTol_(certificateTolerance(n_)), colsum_(A[0].colwise().sum()),
-        uniform_(static_cast<std::size_t>(n_), 1.0 / n_) {}
+        certificateTol_(certificateTolerance(n_)), colsum_(A[0].colwise().sum()) {}
 
   /// The middle layer that run() uses for every one of these layers that uses one, with this
   /// many rows; 0 if none does or they use different ones (then no sink values can be shared).
@@ -1713,7 +1741,7 @@ class FlowEngine {
     std::unique_ptr<LayeredFlow> own;
     LayeredFlow& half =
         cache_ ? cache_->state().sinkHalfFor(A_, h) : *(own = sinkHalfSolver(A_, h));
-    half.setSource(uniform().data());
+    half.setSource(supplies(h).data());
     for (int j = first; j < last; ++j) {
       const double* c = firstT().row(j).data();
       const double bound = half.upperBound(c);
@@ -1736,8 +1764,9 @@ class FlowEngine {
     std::unique_ptr<LayeredFlow> ownSolver;  // without a cache
     const int h = middleLayer(layer, requestRows);
     // The sink halves are computed at the first source that passes its test: on causal inputs
-    // none does (a source reaches only the tokens up to its own in the middle layer), and the
-    // sink halves would cost 2% of a last-layer run at L=12, n=128 for nothing.
+    // only the last row's source can (the others reach only the tokens up to their own in the
+    // middle layer), so requests without it skip their cost (2% of a last-layer run at L=12,
+    // n=128).
     const std::vector<double>* sinkHalf = nullptr;
     std::unique_ptr<LayeredFlow> ownSourceHalf;  // without a cache
     LayeredFlow* sourceHalf =
@@ -1754,7 +1783,7 @@ class FlowEngine {
       const int r = rows[q];
       std::fill(known.begin(), known.end(), 0);
       const bool certifiedSource =
-          h > 0 && (sourceFlags.empty() ? deliversUniform(sourceHalf, layer, r)
+          h > 0 && (sourceFlags.empty() ? deliversSupplies(sourceHalf, layer, h, r)
                                         : sourceFlags[q] != 0);
       if (certifiedSource) {
         if (!sinkHalf) sinkHalf = &sinkHalves(h);
@@ -1785,7 +1814,7 @@ class FlowEngine {
   }
 
   /// Per row of `rows`, whether source (layer, r) passes the certificate's source test (it can
-  /// deliver the middle layer's uniform supplies), for the middle layer run() uses with these
+  /// deliver the middle layer's supplies), for the middle layer run() uses with these
   /// arguments; all 0 when it uses none. Needs no sink values, so a thread can do this while it
   /// waits for them.
   std::vector<char> sourceFlags(int layer, const std::vector<int>& rows, std::size_t requestRows) {
@@ -1795,7 +1824,7 @@ class FlowEngine {
     std::unique_ptr<LayeredFlow> own;
     LayeredFlow* half = sourceHalfFor(layer, h, own);
     for (std::size_t q = 0; q < rows.size(); ++q) {
-      flags[q] = deliversUniform(half, layer, rows[q]) ? 1 : 0;
+      flags[q] = deliversSupplies(half, layer, h, rows[q]) ? 1 : 0;
     }
     return flags;
   }
@@ -1860,7 +1889,7 @@ class FlowEngine {
     return layer / 2;
   }
 
-  // V_j for every sink with supplies uniform_ at layer h: node layers h..1, arcs A[h]..A[2].
+  // V_j for every sink with supplies(h) at layer h: node layers h..1, arcs A[h]..A[2].
   // (A sink's value does not depend on the order: solve() returns the bound itself whenever the
   // flow meets it, and only such values certify anything.)
   const std::vector<double>& sinkHalves(int h) {
@@ -1886,21 +1915,25 @@ class FlowEngine {
     return own.get();
   }
 
-  // The supplies at the middle layer; with a cache, the cache's (see State::uniform).
-  const std::vector<double>& uniform() {
-    return cache_ ? cache_->state().uniformSupplies(A_) : uniform_;
+  // The supplies at middle layer h; with a cache, the cache's (see State::supplies).
+  const std::vector<double>& supplies(int h) {
+    if (cache_) return cache_->state().suppliesAt(A_, h);
+    auto it = supplies_.find(h);
+    if (it == supplies_.end()) it = supplies_.emplace(h, certificateSupplies(A_, h)).first;
+    return it->second;
   }
 
-  // Whether (layer, r) can deliver exactly uniform() to the nodes of layer h (the solver's
+  // Whether (layer, r) can deliver exactly supplies(h) to the nodes of layer h (the solver's
   // depth).
-  bool deliversUniform(LayeredFlow* half, int layer, int r) {
+  bool deliversSupplies(LayeredFlow* half, int layer, int h, int r) {
     half->setSource(A_[static_cast<std::size_t>(layer - 1)].row(r).data());
-    // Uniform supplies need every node of layer h (on causal inputs no source reaches them all).
+    // The supplies are spread over every node of layer h that an arc leads to, and a source must
+    // reach each one (on causal inputs only the last row's source reaches them all).
     if (!half->reachesEveryLeaf()) return false;
-    const double* supplies = uniform().data();
-    const double bound = half->upperBound(supplies);
+    const double* w = supplies(h).data();
+    const double bound = half->upperBound(w);
     if (bound < 1.0 - certificateTol_) return false;
-    return half->solve(supplies, 1.0) >= 1.0 - certificateTol_;
+    return half->solve(w, 1.0) >= 1.0 - certificateTol_;
   }
 
   const LayerStack& A_;
@@ -1909,7 +1942,7 @@ class FlowEngine {
   double certificateTol_;  // certificateTolerance(n_)
   Matrix firstT_;  // A[1] transposed (row j: the capacities into sink j); see firstT()
   Eigen::RowVectorXd colsum_;
-  std::vector<double> uniform_;
+  std::map<int, std::vector<double>> supplies_;  // by middle layer, without a cache
   std::map<int, std::vector<double>> sinkHalves_;
 };
 

@@ -105,9 +105,10 @@ int certificateMiddleLayer(const LayerStack& A, const std::vector<int>& layers,
 std::vector<double> certificateSinkValues(const LayerStack& A, int middleLayer, int first,
                                           int last, FlowSolverCache* cache = nullptr);
 /// Per (layer, row), layer-major, whether the source passes the certificate's test (it can send
-/// the middle layer's uniform supplies): what attentionFlowLayers would find for these layers and
-/// rows (a share of a request of requestRows rows, see CertificateParts; 0: rows.size()). Needs
-/// no sink values. With cache, the source half solver comes from it and stays there.
+/// exactly the certificate's supplies to the middle layer): what attentionFlowLayers would find
+/// for these layers and rows (a share of a request of requestRows rows, see CertificateParts; 0:
+/// rows.size()). Needs no sink values. With cache, the source half solver comes from it and
+/// stays there.
 std::vector<char> certificateSourceFlags(const LayerStack& A, const std::vector<int>& layers,
                                          const std::vector<int>& rows,
                                          FlowSolverCache* cache = nullptr,

@@ -376,6 +376,38 @@ TEST_CASE("attention flow: synthetic model-like inputs, larger, fast vs referenc
   }
 }
 
+TEST_CASE("attention flow: a sink token on every layer: the certificate settles most rows, "
+          "and every pair is the reference's") {
+  // Every row puts a quarter of its weight on token 0, whose own row keeps nearly all of its
+  // weight (a trained model's sink token, as bench/synthetic.mjs's `sink` profile). With
+  // uniform supplies at the middle layer no source could pass the certificate's test (a quarter
+  // of each source's flow stays in token 0's nodes, which could take only 1/n); with the
+  // supplies carried down from the layers above (certificateSupplies()), most do.
+  const int L = 8, n = 32;
+  std::mt19937 gen(11);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  LayerStack A;
+  for (int l = 0; l < L; ++l) {
+    Matrix m(n, n);
+    for (int i = 0; i < n; ++i) {
+      double spread = 0.0;
+      for (int j = 0; j < n; ++j) spread += (m(i, j) = u(gen));
+      for (int j = 0; j < n; ++j) m(i, j) *= (i == 0 ? 0.05 : 0.25) / spread;
+      m(i, 0) += i == 0 ? 0.95 : 0.25;
+      if (i != 0) m(i, i) += 0.5;
+    }
+    A.push_back(m);
+  }
+  const std::vector<char> flags = attnflow::certificateSourceFlags(A, {L}, allRows(n));
+  CHECK(std::count(flags.begin(), flags.end(), 1) >= n / 2);
+  const Matrix fast = attnflow::attentionFlow(A, L, allRows(n));
+  const std::vector<int> rows = {0, 1, n / 2, n - 1};
+  const Matrix ref = attnflow::attentionFlowReference(A, L, rows);
+  for (std::size_t q = 0; q < rows.size(); ++q) {
+    CHECK(maxAbsDiff(fast.row(rows[q]), ref.row(static_cast<Eigen::Index>(q))) <= 1e-9);
+  }
+}
+
 TEST_CASE("attention flow: the bottleneck cut's capacity equals the flow") {
   std::mt19937 gen(3);
   for (int it = 0; it < 150; ++it) {
