@@ -1877,16 +1877,21 @@ class FlowEngine {
 
   // The middle layer for the certificate, or 0 for none. It needs a few layers on each side:
   // above h for a source to spread its unit evenly, below h for even supplies to gather into
-  // one sink. h = layer / 2, also when a run has several layers (layers 2h and 2h + 1 share
+  // one sink. h = (layer + 1) / 2, also when a run has several layers (layers 2h - 1 and 2h share
   // their sink halves). A multi-layer run used to take h = 3 for every layer, so that one set of
   // sink halves served all: on the flat synthetic inputs that certified every pair from layer 6
   // up, but on rows as peaky as a trained model's (bench/synthetic.mjs, profile peaky) it
   // settled few pairs of layers 8-12, which fell back to one solve each: layers 6-12 at L=12,
   // n=128 took 2.12 s natively with h = 3 against 0.70 s with h = layer / 2 (flat inputs: 21
-  // against 26 ms); every layer 4.95 s -> 2.48 s (flat: 0.84 -> 0.76 s).
+  // against 26 ms); every layer 4.95 s -> 2.48 s (flat: 0.84 -> 0.76 s). From layer / 2 to
+  // (layer + 1) / 2 (only odd layers change): on peaky and model-like rows the sink halves from
+  // layer 3 settled few sinks (2-46 of 128), and every pair of layer 7 was one solve; from layer 4
+  // all 128 settle, and layer 7 took 8-19 ms instead of 0.36-0.75 s (every layer: peaky 2.41 ->
+  // 2.15 s; bench/native/NOTES.md). Layer 6 keeps h = 3: from 4, two layers of arcs are too few
+  // for its sources to spread (flat rows 3.7 -> 190 ms).
   static int middleLayer(int layer, std::size_t numRows) {
     if (layer < kFirstCertificateLayer || numRows < 8) return 0;
-    return layer / 2;
+    return (layer + 1) / 2;
   }
 
   // V_j for every sink with supplies(h) at layer h: node layers h..1, arcs A[h]..A[2].

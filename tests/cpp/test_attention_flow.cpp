@@ -42,7 +42,7 @@ struct SplitCase {
 };
 const SplitCase kSplitCases[] = {{{12}, {12, 4, 40, 5, false}, 0.5},
                                  {{12}, {12, 4, 40, 5, true}, 0.5},
-                                 {{7, 6, 3}, {12, 4, 32, 6, false}, 1.0},
+                                 {{8, 7, 3}, {12, 4, 32, 6, false}, 1.0},
                                  {{7}, {8, 2, 24, 9, false}, 0.5},
                                  {{8, 2, 8}, {8, 2, 24, 9, false}, 0.5},
                                  // Flows that meet a cut up to the kEps of room its n = 256 arcs may
@@ -700,9 +700,10 @@ TEST_CASE("attention flow: rows split in shares with certificate sink values com
   CHECK(attnflow::certificateMiddleLayer(B, {8}, 7) == 0);
   CHECK(attnflow::certificateMiddleLayer(B, {8}, 8) == 4);
   CHECK(attnflow::certificateMiddleLayer(B, {8, 2}, 8) == 4);
-  CHECK(attnflow::certificateMiddleLayer(B, {7, 6, 2}, 8) == 3);
+  CHECK(attnflow::certificateMiddleLayer(B, {8, 7, 2}, 8) == 4);
+  CHECK(attnflow::certificateMiddleLayer(B, {6, 2}, 8) == 3);
   // Layers whose middle layers differ share no sink values.
-  CHECK(attnflow::certificateMiddleLayer(B, {8, 7}, 8) == 0);
+  CHECK(attnflow::certificateMiddleLayer(B, {8, 6}, 8) == 0);
   CHECK(attnflow::certificateMiddleLayer(B, {5, 2}, 100) == 0);
   CHECK_THROWS_AS(attnflow::attentionFlowLayers(B, {8}, {0, 1}, {}, {std::vector<double>(20, 1.0), {}}),
                   attnflow::InputError);

@@ -80,14 +80,15 @@ test('flow of one layer (rows split) equals single-threaded compute bitwise, als
 test('flow whose certificate sink values are computed in parts by the workers equals single-threaded compute bitwise', async () => {
   // L >= 6 and shares of >= 8 rows: the core uses its middle-layer certificate, and each worker
   // computes the sink values of a slice of the sinks and sends them to the other workers.
-  for (const shape of [{ layers: 8, heads: 3, tokens: 24, seed: 3 }, { layers: 7, heads: 2, tokens: 24, seed: 4, causal: true }]) {
+  for (const shape of [{ layers: 8, heads: 3, tokens: 24, seed: 3 }, { layers: 8, heads: 2, tokens: 24, seed: 4, causal: true }]) {
     const bytes = syntheticNpy(shape);
     const fused = await FusedAttention.create(await loadAttention(bytes, { name: 'x.npy' }));
     try {
-      // Layers 6 and 7 use middle layer 3 and layer 8 uses 4: at L=8 every layer together shares
-      // no sink values (each worker computes its own), at L=7 they share those of layer 3.
-      assert.equal(fused.certificateSinks({ layers: 'all' }, 8, 0, shape.tokens).middleLayer, shape.layers === 8 ? 0 : 3);
-      for (const options of [{ normalize: false }, { layers: 'all' }, { layers: [shape.layers, 6], alpha: 1 }]) {
+      // Layer 6 uses middle layer 3, layers 7 and 8 use 4: every layer together shares no sink
+      // values (each worker computes its own), layers 7 and 8 share those of layer 4.
+      assert.equal(fused.certificateSinks({ layers: 'all' }, 8, 0, shape.tokens).middleLayer, 0);
+      assert.equal(fused.certificateSinks({ layers: [8, 7] }, 8, 0, shape.tokens).middleLayer, 4);
+      for (const options of [{ normalize: false }, { layers: 'all' }, { layers: [8, 7] }, { layers: [8, 6], alpha: 1 }]) {
         const expected = fused.compute('flow', options);
         if (!options.layers) assert.ok(fused.certificateSinks(options, 8, 0, shape.tokens).middleLayer > 0, 'the certificate is used');
         for (const workers of [2, 3]) {
