@@ -58,8 +58,14 @@ constexpr double kMetTol = 4e-15;
 // (751 values of an L=8, n=256 input).
 double certificateTolerance(int n) { return kMetTol + n * kEps; }
 // The lowest layer whose sources the middle-layer certificate serves (see FlowEngine): it needs
-// a few layers on each side of its middle layer.
-constexpr int kFirstCertificateLayer = 6;
+// a few layers on each side of its middle layer (FlowEngine::middleLayer()). Layer 5 (h = 3)
+// since the supplies follow the attention (certificateSupplies()): every row of every layer,
+// natively, at alpha 1 -22% (n = 32) to -34% (n = 128, flat and peaky), at alpha 0.5 -5% to -10%
+// for n <= 64 and within noise at n = 128 (bench/native/NOTES.md). Layer 4 (h = 2): its sink
+// halves are too shallow to gather into one sink, and it was slower.
+constexpr int kFirstCertificateLayer = 5;
+// The lowest layer whose sources solve their sinks from last to first (see flowRowInto()).
+constexpr int kDescendingSinksFromLayer = 6;
 
 using Index = std::ptrdiff_t;
 
@@ -1499,12 +1505,13 @@ void flowRowInto(LayeredFlow* solver, const LayerStack& A, int layer, int r,
   solver->setSource(A[static_cast<std::size_t>(layer - 1)].row(r).data());
   // Sinks from last to first on causal inputs: the flow into j+1 mostly fits into j (the
   // previous-token pattern; sink j's window j..r holds j+1's), so the warm start keeps more of
-  // it (first to last: 2.5x slower on the causal last layer at L=12, n=128). Below the
-  // certificate's first layer, where every pair is one solve, first to last on other inputs:
-  // in WASM at L=12, n=128, all rows, layer 4 of the peaky synthetic input 0.93 -> 0.71 s, layer
-  // 3 -24%, layer 5 -6%; every row of every layer at n=32 -10%. From layer 6 up it was the same
-  // or 3-10% slower (row 0 of layer 12 on peaky rows: 4.4 -> 4.9 ms), so those keep last to first.
-  const bool descending = solver->lowerTriangular() || layer >= kFirstCertificateLayer;
+  // it (first to last: 2.5x slower on the causal last layer at L=12, n=128). Below layer 6 (then
+  // the certificate's first layer), where every pair was one solve, first to last on other
+  // inputs: in WASM at L=12, n=128, all rows, layer 4 of the peaky synthetic input 0.93 -> 0.71 s,
+  // layer 3 -24%, layer 5 -6%; every row of every layer at n=32 -10%. From layer 6 up it was the
+  // same or 3-10% slower (row 0 of layer 12 on peaky rows: 4.4 -> 4.9 ms), so those keep last to
+  // first.
+  const bool descending = solver->lowerTriangular() || layer >= kDescendingSinksFromLayer;
   for (int step = 0; step < n; ++step) {
     const int j = descending ? n - 1 - step : step;
     if (skip && (*skip)[static_cast<std::size_t>(j)]) continue;
@@ -1831,7 +1838,7 @@ class FlowEngine {
 
  private:
   // Whether run() solves the pairs the certificate leaves on the reversed graph (ReversedFlow):
-  // exactly where it uses the certificate (layers >= 6, at least 8 rows), so the two modes switch
+  // exactly where it uses the certificate (layers >= 5, at least 8 rows), so the two modes switch
   // together for every share or claim of a request; where one saved start per sink fits in
   // ~32 MB (n^3 doubles per inner matrix: n = 32 at any depth, n = 64 up to layer 18, never at
   // n = 128); and not on causal inputs (every inner matrix lower-triangular), where the forward
