@@ -32,8 +32,9 @@ export const SPEC_VERSION = 1;
  * previous token). Fewer pairs meet the simple cut bounds there, so flow costs more per pair.
  * sink: peaky with a stronger first-token bias: half of every row (the mean over heads) on token
  * 0 in every layer, the first ones included, where trained encoders attend more broadly and put
- * that much on [CLS]/[SEP] only in their middle layers. A stress case for one target row: most
- * of its flows end below every cut bound after several Dinic phases over many tiny arcs.
+ * that much on [CLS]/[SEP] only in their middle layers. A stress case for one target row (the
+ * first token's own flows end below every cut bound, over ~1,400 tiny arcs) and for the flow
+ * certificate of many rows (bench/README.md, Findings).
  */
 export const PROFILES = {
   flat: { SPREAD: 2, DIAG: 1.5, SINK: 2.5, PREV: 1.5 },

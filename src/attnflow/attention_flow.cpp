@@ -1469,6 +1469,15 @@ std::vector<double> certificateSupplies(const LayerStack& A, int h) {
   return std::vector<double>(w.data(), w.data() + n);
 }
 
+// certificateSupplies(A, h), computed once per h into `kept` (whose entries stay at their
+// addresses, by which the half solvers keep facts about them).
+const std::vector<double>& keptSupplies(std::map<int, std::vector<double>>& kept,
+                                        const LayerStack& A, int h) {
+  auto it = kept.find(h);
+  if (it == kept.end()) it = kept.emplace(h, certificateSupplies(A, h)).first;
+  return it->second;
+}
+
 // The certificate's half solvers (see FlowEngine). Source halves: node layers layer-1 .. h,
 // arcs A[layer-1] .. A[h+1]. Sink halves: node layers h .. 1, arcs A[h] .. A[2].
 std::unique_ptr<LayeredFlow> sourceHalfSolver(const LayerStack& A, int layer, int h) {
@@ -1700,9 +1709,7 @@ struct FlowSolverCache::State {
 
   const std::vector<double>& suppliesAt(const LayerStack& A, int h) {
     forStack(A);
-    auto it = supplies.find(h);
-    if (it == supplies.end()) it = supplies.emplace(h, certificateSupplies(A, h)).first;
-    return it->second;
+    return keptSupplies(supplies, A, h);
   }
 };
 
@@ -1929,10 +1936,7 @@ class FlowEngine {
 
   // The supplies at middle layer h; with a cache, the cache's (see State::supplies).
   const std::vector<double>& supplies(int h) {
-    if (cache_) return cache_->state().suppliesAt(A_, h);
-    auto it = supplies_.find(h);
-    if (it == supplies_.end()) it = supplies_.emplace(h, certificateSupplies(A_, h)).first;
-    return it->second;
+    return cache_ ? cache_->state().suppliesAt(A_, h) : keptSupplies(supplies_, A_, h);
   }
 
   // Whether (layer, r) can deliver exactly supplies(h) to the nodes of layer h (the solver's
