@@ -64,6 +64,10 @@ double certificateTolerance(int n) { return kMetTol + n * kEps; }
 // for n <= 64 and within noise at n = 128 (bench/native/NOTES.md). Layer 4 (h = 2): its sink
 // halves are too shallow to gather into one sink, and it was slower.
 constexpr int kFirstCertificateLayer = 5;
+// The layers of arcs the certificate's sink halves get (a middle layer h gives them h) wherever
+// its sources keep three above it (FlowEngine::middleLayer()): supplies sitting on a few tokens
+// took about five to gather into one sink.
+constexpr int kSinkHalfArcLayers = 5;
 // The lowest layer whose sources solve their sinks from last to first (see flowRowInto()).
 constexpr int kDescendingSinksFromLayer = 6;
 
@@ -1903,9 +1907,17 @@ class FlowEngine {
   // all 128 settle, and layer 7 took 8-19 ms instead of 0.36-0.75 s (every layer: peaky 2.41 ->
   // 2.15 s; bench/native/NOTES.md). Layer 6 keeps h = 3: from 4, two layers of arcs are too few
   // for its sources to spread (flat rows 3.7 -> 190 ms).
+  // Layer 8 takes h = 5, not 4: the sources keep three layers of arcs, which was enough on every
+  // input measured, and the sink halves get five. Where heads put most of each row on [CLS] and
+  // [SEP] from layer 2 up (numpy-made rows, bench/native/NOTES.md), the supplies sit on those two
+  // tokens, and four layers of arcs were too few to gather them into a sink's own token: 3 of 128
+  // sink halves from layer 4 reached their cut, 128 from layer 5, and every row of layer 8 took
+  // 1.38 s natively instead of 13 ms (every pair there is at the simple cut). Flat rows 4.8 ->
+  // 4.3 ms, the sink profile 0.24 -> 0.14 s, peaky rows 16 -> 20 ms. Layer 7 cannot do the same
+  // (from h = 5 its sources have two layers of arcs and none passed), nor can layers 5-6.
   static int middleLayer(int layer, std::size_t numRows) {
     if (layer < kFirstCertificateLayer || numRows < 8) return 0;
-    return (layer + 1) / 2;
+    return std::max((layer + 1) / 2, std::min(layer - 3, kSinkHalfArcLayers));
   }
 
   // V_j for every sink with supplies(h) at layer h: node layers h..1, arcs A[h]..A[2].

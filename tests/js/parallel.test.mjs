@@ -84,11 +84,12 @@ test('flow whose certificate sink values are computed in parts by the workers eq
     const bytes = syntheticNpy(shape);
     const fused = await FusedAttention.create(await loadAttention(bytes, { name: 'x.npy' }));
     try {
-      // Layer 6 uses middle layer 3, layers 7 and 8 use 4: every layer together shares no sink
-      // values (each worker computes its own), layers 7 and 8 share those of layer 4.
+      // Layers 5 and 6 use middle layer 3, layer 7 uses 4 and layer 8 uses 5: every layer
+      // together shares no sink values (each worker computes its own), layers 5 and 6 share those
+      // of layer 3.
       assert.equal(fused.certificateSinks({ layers: 'all' }, 8, 0, shape.tokens).middleLayer, 0);
-      assert.equal(fused.certificateSinks({ layers: [8, 7] }, 8, 0, shape.tokens).middleLayer, 4);
-      for (const options of [{ normalize: false }, { layers: 'all' }, { layers: [8, 7] }, { layers: [8, 6], alpha: 1 }]) {
+      assert.equal(fused.certificateSinks({ layers: [6, 5] }, 8, 0, shape.tokens).middleLayer, 3);
+      for (const options of [{ normalize: false }, { layers: 'all' }, { layers: [6, 5] }, { layers: [8, 6], alpha: 1 }]) {
         const expected = fused.compute('flow', options);
         if (!options.layers) assert.ok(fused.certificateSinks(options, 8, 0, shape.tokens).middleLayer > 0, 'the certificate is used');
         for (const workers of [2, 3]) {
