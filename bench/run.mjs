@@ -83,7 +83,7 @@ const BASE_FLOW_CASES = [
   { id: 'all-L12-n128', what: 'BERT-base full: every row of every layer, L=12,H=12,n=128', shape: BERT_BASE_12, layers: 'all', rows: 'all', targetMs: 3000, networkx: { pairs: 1 } },
 ];
 /** What a case's input profile adds to its description (bench/synthetic.mjs, PROFILES). */
-const PROFILE_WHAT = { flat: '', peaky: ', peaky rows', sink: ', half of each row on token 0' };
+const PROFILE_WHAT = { flat: '', peaky: ', peaky rows', sink: ', half of each row on token 0', focus: ', heads on the first and last tokens from layer 2' };
 const FLOW_CASES = [];
 for (const base of BASE_FLOW_CASES) {
   FLOW_CASES.push({ ...base, alpha: 0.5, causal: false, budget: BUDGET });
@@ -92,9 +92,11 @@ for (const base of BASE_FLOW_CASES) {
   // Beyond the issue: rows as peaky as a trained model's (bench/synthetic.mjs, PROFILES), held to
   // the same absolute target as the flat case.
   FLOW_CASES.push({ ...base, id: `${base.id}-peaky`, what: `${base.what}${PROFILE_WHAT.peaky}`, alpha: 0.5, causal: false, profile: 'peaky', networkx: null, budget: VARIANT_BUDGET });
-  // Stress cases (PROFILES.sink): one target row and every row of the last layer, held to the
-  // targets of their flat cases too.
-  if (base.id === 'row-L12-n128' || base.id === 'last-L12-n128') FLOW_CASES.push({ ...base, id: `${base.id}-sink`, what: `${base.what}${PROFILE_WHAT.sink}`, alpha: 0.5, causal: false, profile: 'sink', networkx: null, budget: VARIANT_BUDGET });
+  // Stress cases (PROFILES.sink and .focus): one target row and every row of the last layer,
+  // held to the targets of their flat cases too.
+  if (base.id === 'row-L12-n128' || base.id === 'last-L12-n128') {
+    for (const profile of ['sink', 'focus']) FLOW_CASES.push({ ...base, id: `${base.id}-${profile}`, what: `${base.what}${PROFILE_WHAT[profile]}`, alpha: 0.5, causal: false, profile, networkx: null, budget: VARIANT_BUDGET });
+  }
 }
 if (QUICK) for (const c of FLOW_CASES) if (c.networkx && !c.networkx.budget) c.networkx = null;
 for (const c of FLOW_CASES) if (c.networkx?.budget && QUICK) c.networkx = { budget: 2 };
@@ -436,7 +438,7 @@ const CLI_PROCESSES = 5;
  * first runs of code and the first writes to the rest of its working memory.
  */
 async function cliRowCases() {
-  for (const profile of ['flat', 'peaky', 'sink']) {
+  for (const profile of ['flat', 'peaky', 'sink', 'focus']) {
     const id = `cli-row-L12-n128${profile === 'flat' ? '' : `-${profile}`}`;
     if (!selected(id)) continue;
     const path = await ensureInput(BERT_BASE_12, false, profile);

@@ -12,6 +12,7 @@
 //            return (t ^ (t >>> 14)) >>> 0
 //          u = next() / 2^32 (a double in [0, 1), exact)
 //   logit  = SPREAD * (2u - 1) + DIAG * [j == i] + SINK * [j == 0] + PREV * [j == i - 1]
+//            + FOCUS * [l >= 1 and (j == 0 or j == n - 1)]   (l 0-based; FOCUS 0 unless given)
 //            one u is drawn for every (l, h, i, j), also for masked cells, so causal and full
 //            inputs share their random stream
 //   causal cells j > i are masked (weight exactly 0)
@@ -35,11 +36,18 @@ export const SPEC_VERSION = 1;
  * that much on [CLS]/[SEP] only in their middle layers. A stress case for one target row (the
  * first token's own flows end below every cut bound, over ~1,400 tiny arcs) and for the flow
  * certificate of many rows (bench/README.md, Findings).
+ * focus: peaky rows whose heads, from layer 2 up, put most of each row on the first and the last
+ * token (a [CLS] and a [SEP]: about 0.7 of each row of the heads' mean on the two), with layer 1
+ * as in peaky. Trained encoders attend like that in their middle layers; here it is every layer
+ * but the first, so every flow must gather almost its whole unit into one ordinary token's
+ * column through layers that hardly lead there. A stress case for one target row (its sinks
+ * each need a full solve of ~100 us natively at n = 128; bench/README.md, Findings).
  */
 export const PROFILES = {
   flat: { SPREAD: 2, DIAG: 1.5, SINK: 2.5, PREV: 1.5 },
   peaky: { SPREAD: 5, DIAG: 4, SINK: 6, PREV: 4 },
   sink: { SPREAD: 5, DIAG: 4, SINK: 8, PREV: 4 },
+  focus: { SPREAD: 5, DIAG: 4, SINK: 0, PREV: 4, FOCUS: 6 },
 };
 
 /** mulberry32, as specified above. Returns a function giving doubles in [0, 1). */
@@ -59,7 +67,7 @@ export function mulberry32(seed) {
  * so a 400 MB input never has to sit in memory twice.
  */
 export function* syntheticLayers({ layers, heads, tokens: n, seed = 1, causal = false, profile = 'flat' }) {
-  const { SPREAD, DIAG, SINK, PREV } = PROFILES[profile];
+  const { SPREAD, DIAG, SINK, PREV, FOCUS = 0 } = PROFILES[profile];
   const random = mulberry32(seed);
   const logits = new Float64Array(n);
   for (let l = 0; l < layers; l++) {
@@ -72,6 +80,7 @@ export function* syntheticLayers({ layers, heads, tokens: n, seed = 1, causal = 
           if (j === i) x += DIAG;
           if (j === 0) x += SINK;
           if (j === i - 1) x += PREV;
+          if (l > 0 && (j === 0 || j === n - 1)) x += FOCUS;
           logits[j] = x;
           if (!(causal && j > i) && x > max) max = x;
         }
