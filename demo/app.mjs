@@ -885,7 +885,7 @@ function* graphSteps() {
   const v = view();
   const target = v.targets[0];
   const width = ui.graph.clientWidth || 900;
-  const info = graphSVG({
+  const info = yield* graphSVG({
     tokens: summary.tokens, layer: v.layer, target, sink: shown.sink, mixed: shown.mixed,
     threshold: v.threshold, filter: v.filter, bottleneck: shown.bottleneck,
     flowRow: shown.results.flow.scoresFor(v.layer, target), alpha: v.alpha, discard: v.discard, width,

@@ -11,13 +11,27 @@ export const MAX_EDGES = 6000;
 const CUT = '#d55e00';
 const EDGE = '#34466b';
 
+/** Returns a function telling whether the current slice of work has run ~10 ms (then a new one starts). */
+function timeSlicer(ms = 10) {
+  let start = performance.now();
+  return () => {
+    if (performance.now() - start < ms) return false;
+    start = performance.now();
+    return true;
+  };
+}
+
 /**
+ * The graph as an <svg> element, built by a generator that yields wherever ~10 ms of work has
+ * run, so that no main-thread task grows long (at L=24, n=512 building it was one task of 45-56 ms
+ * on a 2.1 GHz VM: ~10 ms measuring the labels, ~28 ms the 512 input nodes); drain it, and its
+ * return value is {svg, edgesShown, edgesTotal}.
  * @param {{tokens: string[], layer: number, target: number, sink: number,
  *   mixed: Float64Array[], threshold: number, filter: 'all'|'source'|'path',
  *   bottleneck: {value:number, cut:{layer:number,from:number,to:number,capacity:number}[], kind:string}|null,
  *   flowRow: Float64Array, alpha: number, discard?: number, width: number}} p mixed[l-1] is A[l], flat n*n.
  */
-export function graphSVG(p) {
+export function* graphSVG(p) {
   const { tokens, layer: top, target, sink, mixed, threshold, filter, bottleneck, flowRow, alpha, discard = 0 } = p;
   const n = tokens.length;
   const W = Math.max(480, p.width);
@@ -31,41 +45,47 @@ export function graphSVG(p) {
   const rotate = labels.some((s, j) => j % labelEvery === 0 && textWidth(s, 11) > colW * labelEvery - 4);
   const labelLen = Math.max(...labels.map((s) => textWidth(s, 11)));
   const footer = (rotate ? labelLen * 0.8 + 16 : 22) + 58;
+  const slice = timeSlicer();  // the labels were measured: ~10 ms for 512 tokens
+  if (slice()) yield;
   const H = head + rowGap * top + 14 + footer;
   const x = (j) => left + (j + 0.5) * colW;
   const y = (l) => head + 10 + (top - l) * rowGap;
 
   // Which edges to draw: above the threshold, optionally only those reachable from the source
-  // (and, for 'path', that can also reach the sink).
-  const A = (l, i, j) => mixed[l - 1][i * n + j];
-  const from = Array.from({ length: top + 1 }, () => new Uint8Array(n));
-  from[top][target] = 1;
-  for (let l = top; l >= 1; l--) {
-    for (let i = 0; i < n; i++) {
-      if (!from[l][i] && filter !== 'all') continue;
-      for (let j = 0; j < n; j++) if (A(l, i, j) >= threshold && A(l, i, j) > 0) from[l - 1][j] = 1;
-    }
-  }
+  // (and, for 'path', that can also reach the sink). At L=24, n=512 these scans read 6.3 million
+  // weights (twice for 'path'): they yield (see the function's comment) when a slice has run long.
   const to = Array.from({ length: top + 1 }, () => new Uint8Array(n));
   to[0][sink] = 1;
   for (let l = 1; l <= top && filter === 'path'; l++) {
+    const m = mixed[l - 1];
     for (let i = 0; i < n; i++) {
-      for (let j = 0; j < n; j++) if (to[l - 1][j] && A(l, i, j) >= threshold && A(l, i, j) > 0) { to[l][i] = 1; break; }
-    }
-  }
-  const edges = [];
-  for (let l = 1; l <= top; l++) {
-    for (let i = 0; i < n; i++) {
-      if (filter !== 'all' && !from[l][i]) continue;
-      if (filter === 'path' && !to[l][i]) continue;
       for (let j = 0; j < n; j++) {
-        const w = A(l, i, j);
-        if (!(w >= threshold) || w <= 0) continue;
-        if (filter === 'path' && !to[l - 1][j]) continue;
-        edges.push([l, i, j, w]);
+        const w = m[i * n + j];
+        if (to[l - 1][j] && w >= threshold && w > 0) { to[l][i] = 1; break; }
       }
     }
+    if (slice()) yield;
   }
+  // Top down, one pass: from[l][i] (node (l, i) is reached from the source over edges above the
+  // threshold) and the edges to draw, kept by layer so that they come out in layer order.
+  const from = Array.from({ length: top + 1 }, () => new Uint8Array(n));
+  from[top][target] = 1;
+  const byLayer = Array.from({ length: top + 1 }, () => []);
+  for (let l = top; l >= 1; l--) {
+    const m = mixed[l - 1];
+    for (let i = 0; i < n; i++) {
+      if (filter !== 'all' && !from[l][i]) continue;
+      const onPath = filter !== 'path' || to[l][i];
+      for (let j = 0; j < n; j++) {
+        const w = m[i * n + j];
+        if (!(w >= threshold) || w <= 0) continue;
+        from[l - 1][j] = 1;
+        if (onPath && (filter !== 'path' || to[l - 1][j])) byLayer[l].push([l, i, j, w]);
+      }
+    }
+    if (slice()) yield;
+  }
+  const edges = byLayer.flat();
   let shown = edges;
   if (edges.length > MAX_EDGES) {
     shown = edges.sort((a, b) => b[3] - a[3]).slice(0, MAX_EDGES);
@@ -147,6 +167,8 @@ export function graphSVG(p) {
   nodes.append(svg('circle', { cx: x(target), cy: y(top), r: r + 2, fill: '#ffffff', stroke: CUT, 'stroke-width': 2.5 },
     svg('title', {}, `source: ${showToken(tokens[target])} at layer ${top}`)));
   for (let j = 0; j < n; j++) {
+    // 512 of these took ~28 ms: a slice may end every 32.
+    if (j % 32 === 0 && slice()) yield;
     const isSink = j === sink;
     nodes.append(svg('circle', {
       cx: x(j), cy: y(0), r: isSink ? r + 2 : r,
@@ -159,13 +181,14 @@ export function graphSVG(p) {
 
   // Token labels under the inputs.
   const labelY = y(0) + 18;
-  labels.forEach((s, j) => {
-    if (j % labelEvery && j !== target && j !== sink) return;
+  for (const [j, s] of labels.entries()) {
+    if (j % labelEvery && j !== target && j !== sink) continue;
+    if (j % 32 === 0 && slice()) yield;
     const bold = j === target || j === sink;
     root.append(svg('text', rotate
       ? { transform: `translate(${x(j) + 3},${labelY}) rotate(-50)`, 'font-size': 11, 'text-anchor': 'end', fill: bold ? CUT : '#30353d', 'font-weight': bold ? 700 : 400 }
       : { x: x(j), y: labelY, 'font-size': 11, 'text-anchor': 'middle', fill: bold ? CUT : '#30353d', 'font-weight': bold ? 700 : 400 }, s));
-  });
+  }
 
   // Legend: edge widths, the cut, node colours.
   const ly = H - 34;
