@@ -1907,8 +1907,8 @@ class FlowEngine {
   // all 128 settle, and layer 7 took 8-19 ms instead of 0.36-0.75 s (every layer: peaky 2.41 ->
   // 2.15 s; bench/native/NOTES.md). Layer 6 keeps h = 3: from 4, two layers of arcs are too few
   // for its sources to spread (flat rows 3.7 -> 190 ms).
-  // Layer 8 takes h = 5, not 4: the sources keep three layers of arcs, which was enough on every
-  // input measured, and the sink halves get five. Where heads put most of each row on [CLS] and
+  // Layer 8 takes h = 5, not 4 (sharing the sink halves of layers 9 and 10): the sources keep
+  // three layers of arcs, which was enough on every input measured, and the sink halves get five. Where heads put most of each row on [CLS] and
   // [SEP] from layer 2 up (numpy-made rows, bench/native/NOTES.md), the supplies sit on those two
   // tokens, and four layers of arcs were too few to gather them into a sink's own token: 3 of 128
   // sink halves from layer 4 reached their cut, 128 from layer 5, and every row of layer 8 took

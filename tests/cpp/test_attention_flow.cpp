@@ -413,8 +413,8 @@ TEST_CASE("attention flow: heads focused on the first and last tokens from layer
   // Layer 1 attends mostly to the previous token; from layer 2 up each row puts 0.35 on token 0
   // and 0.35 on token n - 1 (a trained encoder's [CLS] and [SEP]); residual alpha 0.5. The
   // certificate's supplies then sit on those two tokens, and its sink halves must gather them
-  // into each sink's own token: from middle layer 4 (four layers of arcs) 5-10 of 32 sinks
-  // reached their cut, from 5 (FlowEngine::middleLayer()) 29-30.
+  // into each sink's own token: from middle layer 4 (four layers of arcs) 10 of 32 sinks reach
+  // their cut here (320 pairs settled), from 5 (FlowEngine::middleLayer()) 30 (960 pairs).
   const int L = 8, n = 32;
   std::mt19937 gen(5);
   std::uniform_real_distribution<double> u(0.0, 1.0);
