@@ -50,9 +50,9 @@ export interface TokenStripsOptions {
  *
  * The view's styles (class names beginning `attnflow-`) are adopted once by the document or
  * shadow root the container is in, as a constructed stylesheet, so a page needs no CSS file and
- * a Content-Security-Policy of `style-src 'self'` is enough. A container in neither yet (not in
- * the page) counts as the document's: a view drawn there and then moved into a shadow root has
- * no styles until it is drawn again, so draw into a shadow root's container once it is in it.
+ * a Content-Security-Policy of `style-src 'self'` is enough. A view drawn into a container that
+ * is in neither yet carries a hidden `<attnflow-styles>` element (a custom element defined on
+ * first use) that adopts them wherever the view is connected later, a shadow root included.
  * Drawing is one synchronous task: keep `rows` to what a reader looks at (4 strips of 1,000
  * tokens took ~0.1 s with layout in headless Chromium on a 2-vCPU VM; 32 strips of 512, ~0.4 s).
  *

@@ -40,21 +40,44 @@ button.attnflow-cell:hover { filter: brightness(1.1); }
 // (and its shadow roots), so a view drawn into a same-origin iframe needs that frame's own.
 const sheets = new WeakMap();
 /**
- * Adds the stylesheet once to the document or shadow root the container is in. A constructed
- * sheet, not a <style> element: a page whose Content-Security-Policy says `style-src 'self'`
- * blocks inline <style> but not this (nor colours set through element.style).
+ * Adds the stylesheet once to the document or shadow root `node` is in. A constructed sheet, not
+ * a <style> element: a page whose Content-Security-Policy says `style-src 'self'` blocks inline
+ * <style> but not this (nor colours set through element.style).
  */
-function adoptStyles(container) {
-  const doc = container.ownerDocument;
+function adoptStylesAt(node) {
+  const doc = node.ownerDocument;
   let sheet = sheets.get(doc);
   if (!sheet) {
     sheet = new doc.defaultView.CSSStyleSheet();
     sheet.replaceSync(CSS);
     sheets.set(doc, sheet);
   }
-  const root = container.getRootNode();
+  const root = node.getRootNode();
   const scope = root.adoptedStyleSheets ? root : doc;
   if (!scope.adoptedStyleSheets.includes(sheet)) scope.adoptedStyleSheets = [...scope.adoptedStyleSheets, sheet];
+}
+
+// A hidden element that adopts the stylesheet wherever it is connected (its connectedCallback),
+// for views drawn into a container that is not in a document yet: drawn detached and then moved
+// into a shadow root, such a view used to get the document's styles only, which do not reach
+// into the shadow root. Defined once per window (a same-origin iframe has its own registry).
+const STYLE_ANCHOR = 'attnflow-styles';
+function styleAnchor(doc) {
+  const win = doc.defaultView;
+  if (!win.customElements.get(STYLE_ANCHOR)) {
+    win.customElements.define(STYLE_ANCHOR, class extends win.HTMLElement {
+      connectedCallback() { adoptStylesAt(this); }
+    });
+  }
+  const anchor = doc.createElement(STYLE_ANCHOR);
+  anchor.hidden = true;
+  return anchor;
+}
+
+/** Styles for a view's `root` about to go into `container`: now if it is connected, else once it is. */
+function adoptStyles(container, root) {
+  if (container.isConnected) adoptStylesAt(container);
+  else root.append(styleAnchor(container.ownerDocument));
 }
 
 /** The arguments every view checks: a document to draw in, an element, a Result (E_OPTION). */
@@ -148,7 +171,7 @@ export function renderTokenStrips(container, result, options = {}) {
     ]));
   }
   if (onSelect) wireSelection(root, onSelect);
-  adoptStyles(container);
+  adoptStyles(container, root);
   container.replaceChildren(root);
   return root;
 }
@@ -325,7 +348,7 @@ export function renderPatchGrid(container, result, options = {}) {
       e.preventDefault();
     });
   }
-  adoptStyles(container);
+  adoptStyles(container, root);
   container.replaceChildren(root);
   return root;
 }

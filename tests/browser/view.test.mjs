@@ -279,6 +279,30 @@ test('view: in a shadow root the styles are adopted there, not by the page; two 
   await page.close();
 });
 
+test('view: a view drawn into a detached container is styled where it is put later: a shadow root, or the page', { timeout: 60_000 }, async () => {
+  const { page, errors } = await openViewPage();
+  const out = await page.evaluate(() => {
+    const { renderTokenStrips, result, host } = window.view;
+    const fontSize = (view) => getComputedStyle(view.querySelector('.attnflow-cell')).fontSize;
+    const intoShadow = document.createElement('div');
+    renderTokenStrips(intoShadow, result, { rows: [0] });
+    const before = document.adoptedStyleSheets.length;
+    const shadow = host.attachShadow({ mode: 'open' });
+    shadow.append(intoShadow);
+    const shadowed = { sheets: shadow.adoptedStyleSheets.length, fontSize: fontSize(intoShadow) };
+    const intoPage = document.createElement('div');
+    renderTokenStrips(intoPage, result, { rows: [0] });
+    document.body.append(intoPage);
+    return { before, shadowed, pageSheets: document.adoptedStyleSheets.length, pageFontSize: fontSize(intoPage) };
+  });
+  assert.equal(out.before, 0, 'nothing adopted while detached');
+  assert.deepEqual(out.shadowed, { sheets: 1, fontSize: '14px' }, 'styled in the shadow root it was moved into');
+  assert.equal(out.pageSheets, 1);
+  assert.equal(out.pageFontSize, '14px');
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
 test('view: a container in a same-origin iframe gets that document\'s own stylesheet, and an image of the iframe draws under the patches', { timeout: 60_000 }, async () => {
   const { page, errors } = await openViewPage();
   const out = await page.evaluate(async () => {
