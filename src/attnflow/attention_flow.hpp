@@ -67,8 +67,9 @@ class FlowSolverCache {
   FlowSolverCache(const FlowSolverCache&) = delete;
   FlowSolverCache& operator=(const FlowSolverCache&) = delete;
 
-  /// Builds the solver for sources at `layer` (1-based) of A now, and writes all of its memory;
-  /// for requests of numRows rows there that use the flow certificate, its two half solvers too
+  /// Builds the solver for sources at `layer` (1-based) of A now, writes all of its memory and
+  /// learns what it keeps about each sink (which nodes can reach it); for requests of numRows
+  /// rows there that use the flow certificate, its two half solvers too
   /// (built and first written inside the first such request otherwise: ~25 MB each at n = 512).
   /// Throws InputError on a layer out of range.
   void prepare(const LayerStack& A, int layer, std::size_t numRows = 1);
