@@ -75,12 +75,12 @@ export function* graphSVG(p) {
     const m = mixed[l - 1];
     for (let i = 0; i < n; i++) {
       if (filter !== 'all' && !from[l][i]) continue;
-      const onPath = filter !== 'path' || to[l][i];
       for (let j = 0; j < n; j++) {
         const w = m[i * n + j];
         if (!(w >= threshold) || w <= 0) continue;
         from[l - 1][j] = 1;
-        if (onPath && (filter !== 'path' || to[l - 1][j])) byLayer[l].push([l, i, j, w]);
+        // On a path to the sink: j reaches it (and so, through this edge, does i).
+        if (filter !== 'path' || to[l - 1][j]) byLayer[l].push([l, i, j, w]);
       }
     }
     if (slice()) yield;

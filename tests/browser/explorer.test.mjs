@@ -254,6 +254,52 @@ test('normalise by receptive field: rollout and flow equal the package with rece
   await context.close();
 });
 
+test('the flow graph draws the edges each filter asks for (all, from the source, on a path to the sink), against a brute-force count', { timeout: 60_000 }, async () => {
+  const { page, context, errors } = await openPage();
+  const counts = await page.evaluate(async () => {
+    const { graphSVG } = await import('/demo/views/graph.mjs');
+    const n = 7;
+    const top = 4;
+    let seed = 7;
+    const random = () => ((seed = (seed * 16807) % 2147483647) / 2147483647);
+    // Sparse rows with exact zeros and weights on both sides of the threshold.
+    const mixed = Array.from({ length: top }, () => Float64Array.from({ length: n * n }, () => (random() < 0.5 ? 0 : random() * 0.4)));
+    const threshold = 0.15;
+    const target = 2;
+    const sink = 5;
+    const edge = (l, i, j) => mixed[l - 1][i * n + j] >= threshold && mixed[l - 1][i * n + j] > 0;
+    // Brute force: node (l, i) reached from (top, target), node (l, j) reaching (0, sink).
+    const reached = (l, i) => (l === top ? i === target : [...Array(n).keys()].some((p) => reached(l + 1, p) && edge(l + 1, p, i)));
+    const reaches = (l, i) => (l === 0 ? i === sink : [...Array(n).keys()].some((c) => edge(l, i, c) && reaches(l - 1, c)));
+    const expected = { all: 0, source: 0, path: 0 };
+    for (let l = 1; l <= top; l++) {
+      for (let i = 0; i < n; i++) {
+        for (let j = 0; j < n; j++) {
+          if (!edge(l, i, j)) continue;
+          expected.all += 1;
+          if (reached(l, i)) expected.source += 1;
+          if (reached(l, i) && reaches(l - 1, j)) expected.path += 1;
+        }
+      }
+    }
+    const drawn = {};
+    for (const filter of ['all', 'source', 'path']) {
+      const steps = graphSVG({
+        tokens: [...Array(n).keys()].map(String), layer: top, target, sink, mixed, threshold, filter,
+        bottleneck: null, flowRow: new Float64Array(n), alpha: 0.5, width: 600,
+      });
+      let step = steps.next();
+      while (!step.done) step = steps.next();
+      drawn[filter] = step.value.edgesTotal;
+    }
+    return { expected, drawn };
+  });
+  assert.deepEqual(counts.drawn, counts.expected);
+  assert.ok(counts.expected.all > counts.expected.source && counts.expected.source > counts.expected.path && counts.expected.path > 0, JSON.stringify(counts.expected));
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
 test('rollout and flow on an unseen L=2 file agree with an independent computation (1e-9)', { timeout: 60_000 }, async () => {
   const { page, context } = await openPage();
   const L = 2;
