@@ -1995,16 +1995,16 @@ void FlowSolverCache::prepare(const LayerStack& A, int layer, std::size_t numRow
   // it) is the graph's, like their arc bitsets, not a request's: learned here, it is not part of
   // the first request (~0.56 ms natively for the 128 sinks of L=12, n=128, a quarter of one
   // row's flow).
-  const auto learnSinks = [&](LayeredFlow& solver) {
+  const auto writeAndLearnSinks = [&](LayeredFlow& solver) {
     solver.writeStorage();
     for (Index j = 0; j < firstT.rows(); ++j) solver.learnLeaves(firstT.row(j).data());
   };
   // Layers 1 and 2 are closed forms: no solver.
-  if (layer >= 3) learnSinks(state_->solverFor(A, layer));
+  if (layer >= 3) writeAndLearnSinks(state_->solverFor(A, layer));
   const int h = certificateMiddleLayer(A, {layer}, numRows);
   if (h > 0) {
     state_->sourceHalfFor(A, layer, h).writeStorage();
-    learnSinks(state_->sinkHalfFor(A, h));
+    writeAndLearnSinks(state_->sinkHalfFor(A, h));
   }
 }
 

@@ -115,6 +115,18 @@ double maxAbsDiff(const Matrix& a, const Matrix& b) {
   return a.rows() == 0 || a.cols() == 0 ? 0.0 : (a - b).cwiseAbs().maxCoeff();
 }
 
+// Every row of layer L through the fast path (the certificate and its fallback), and rows 0, 1,
+// n/2 and n-1 of it against the plain Dinic.
+void checkAllRowsAgainstReference(const LayerStack& A, int L) {
+  const int n = static_cast<int>(A[0].rows());
+  const Matrix fast = attnflow::attentionFlow(A, L, allRows(n));
+  const std::vector<int> rows = {0, 1, n / 2, n - 1};
+  const Matrix ref = attnflow::attentionFlowReference(A, L, rows);
+  for (std::size_t q = 0; q < rows.size(); ++q) {
+    CHECK(maxAbsDiff(fast.row(rows[q]), ref.row(static_cast<Eigen::Index>(q))) <= 1e-9);
+  }
+}
+
 /// The minimum cut nearest the sink from (layer, row) to (0, token), by a general Dinic on the
 /// layered graph (its sink side: the nodes that can still reach the token), and the flow value.
 struct ReferenceCut {
@@ -400,12 +412,7 @@ TEST_CASE("attention flow: a sink token on every layer: the certificate settles 
   }
   const std::vector<char> flags = attnflow::certificateSourceFlags(A, {L}, allRows(n));
   CHECK(std::count(flags.begin(), flags.end(), 1) >= n / 2);
-  const Matrix fast = attnflow::attentionFlow(A, L, allRows(n));
-  const std::vector<int> rows = {0, 1, n / 2, n - 1};
-  const Matrix ref = attnflow::attentionFlowReference(A, L, rows);
-  for (std::size_t q = 0; q < rows.size(); ++q) {
-    CHECK(maxAbsDiff(fast.row(rows[q]), ref.row(static_cast<Eigen::Index>(q))) <= 1e-9);
-  }
+  checkAllRowsAgainstReference(A, L);
 }
 
 TEST_CASE("attention flow: heads focused on the first and last tokens from layer 2 up: the "
@@ -444,12 +451,7 @@ TEST_CASE("attention flow: heads focused on the first and last tokens from layer
     }
   }
   CHECK(settled >= 3 * n * n / 4);
-  const Matrix fast = attnflow::attentionFlow(A, L, allRows(n));
-  const std::vector<int> rows = {0, 1, n / 2, n - 1};
-  const Matrix ref = attnflow::attentionFlowReference(A, L, rows);
-  for (std::size_t q = 0; q < rows.size(); ++q) {
-    CHECK(maxAbsDiff(fast.row(rows[q]), ref.row(static_cast<Eigen::Index>(q))) <= 1e-9);
-  }
+  checkAllRowsAgainstReference(A, L);
 }
 
 TEST_CASE("attention flow: the bottleneck cut's capacity equals the flow") {
