@@ -61,6 +61,8 @@ if (argv.help) {
 }
 const QUICK = Boolean(argv.quick);
 const ROUNDS = 3;  // interleaved timing rounds of attnflow per flow case (see flowCase)
+const SHORT_ROUND_ROUNDS = 5;  // ... where the first round took under SHORT_ROUND_SECONDS
+const SHORT_ROUND_SECONDS = 3;
 const ONLY = argv.only ? new Set(argv.only.split(',')) : null;
 
 const log = (text) => process.stderr.write(`bench: ${text}\n`);
@@ -296,14 +298,19 @@ async function flowCase(c, native) {
     input.pools.push(await ParallelAttention.open({ bytes: input.bytes, name: path }, { workers: 2, balance: 'static' }));
   }
   const [pool, staticPool] = input.pools ?? [];
-  // attnflow is timed in ROUNDS interleaved rounds (WASM, 2 workers, native, WASM, ...), each a
+  // attnflow is timed in ROUNDS (or SHORT_ROUND_ROUNDS) interleaved rounds (WASM, 2 workers, native, WASM, ...), each a
   // warm-up and a median; a case's figure is its best round. Noise on this VM only ever adds
   // time and comes in bursts of seconds, which one block of runs could fall into entirely while
   // the implementation it is compared with did not (a full run once put the causal one-row case
   // at 2.35 ms against 1.5-1.6 ms in every other run, and 2 workers at 1.25x instead of 1.8-1.9x).
+  // Cases whose round is short get more rounds: each vCPU of the VMs measured has slow spells of
+  // seconds (flow ~1.5x slower), and 3 short rounds of one implementation can all fall in one.
   const timed = { wasm: [], pool: [], staticPool: [], native: [] };
-  for (let round = 0; round < ROUNDS; round++) {
-    log(`${c.id}: attnflow WASM (${total} max-flows), round ${round + 1} of ${ROUNDS}`);
+  const roundsStarted = performance.now();
+  let rounds = ROUNDS;
+  for (let round = 0; round < rounds; round++) {
+    if (round === 1 && performance.now() - roundsStarted < SHORT_ROUND_SECONDS * 1000) rounds = SHORT_ROUND_ROUNDS;
+    log(`${c.id}: attnflow WASM (${total} max-flows), round ${round + 1} of ${rounds}`);
     timed.wasm.push(await timeRepeated(() => input.fused.compute('flow', options)));
     if (pool && rows.length > 1) {
       log(`${c.id}: attnflow WASM, 2 workers (${pool.balance} balance), round ${round + 1}`);
