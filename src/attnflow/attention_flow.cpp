@@ -1622,6 +1622,86 @@ class ReversedFlow {
   std::vector<char> ready_;
 };
 
+// The certificate's source test (can source (layer, r) deliver exactly the supplies w to the
+// nodes of middle layer h?) run on the source half with every arc turned around: the supplies
+// are its source arcs, the matrices A[h+1]^T .. A[layer-1]^T, and row r of A[layer] its leaf
+// arcs, so the maximum flow is the same. Turned around, the rows of one request are leaf
+// capacities of one solver, each solve warm-started from the previous row's flow as the forward
+// solver does from sink to sink; forward, each row is a new source and a cold start. Natively at
+// L=12, n=128, the 128 tests of the last layer: flat rows 4.2 -> 1.8 ms, peaky 13.7 -> 3.6 ms,
+// sink rows 20.1 -> 5.7 ms, the same flags (they were two thirds of a flat last-layer run).
+// A request starts from setSource() (newRequest()), so its flags do not depend on the requests
+// before it. Within a request a flag depends on the rows tested before only where the flow
+// lands within rounding of the test's threshold, as the sink halves' values do where a pool's
+// workers each start their slice of sinks. Not used on causal stacks: there the forward test
+// rejects every source but the last row's by reach alone, before any flow (see
+// turnsSourceTestAround()).
+class SourceTest {
+ public:
+  SourceTest(const LayerStack& A, int layer, int h, const std::vector<double>& supplies)
+      : n_(static_cast<int>(A[0].rows())), supplies_(supplies.data()) {
+    transposed_.reserve(static_cast<std::size_t>(std::max(0, layer - 1 - h)));
+    std::vector<const double*> mats;
+    for (int l = h + 1; l <= layer - 1; ++l) {
+      transposed_.push_back(A[static_cast<std::size_t>(l - 1)].transpose());
+      mats.push_back(transposed_.back().data());
+    }
+    solver_ = makeLayeredFlow(n_, std::move(mats));
+  }
+
+  /// The memory one for sources at `layer` and middle layer h takes when built.
+  static std::size_t bytesFor(int n, int layer, int h) {
+    const int numMats = std::max(0, layer - 1 - h);
+    return static_cast<std::size_t>(numMats) * static_cast<std::size_t>(n) *
+               static_cast<std::size_t>(n) * sizeof(double) +
+           LayeredFlow::bytesFor(n, numMats);
+  }
+
+  std::size_t memoryBytes() const {
+    const auto n = static_cast<std::size_t>(n_);
+    return transposed_.size() * n * n * sizeof(double) + solver_->memoryBytes();
+  }
+
+  /// The solver's flow storage written and its facts about these source rows learned (see
+  /// FlowSolverCache::prepare()).
+  void prepare(const Matrix& sourceRows) {
+    solver_->writeStorage();
+    for (Index r = 0; r < sourceRows.rows(); ++r) solver_->learnLeaves(sourceRows.row(r).data());
+  }
+
+  void newRequest() { solver_->setSource(supplies_); }
+
+  /// Whether the source whose out-arcs are `sourceRow` (row r of A[layer]) delivers the
+  /// supplies, to within `tolerance` of their total, 1.
+  bool delivers(const double* sourceRow, double tolerance) {
+    if (solver_->upperBound(sourceRow) < 1.0 - tolerance) return false;
+    return solver_->solve(sourceRow, 1.0) >= 1.0 - tolerance;
+  }
+
+ private:
+  int n_;
+  const double* supplies_;          // the source arcs: the cache's or the engine's, which outlive this
+  std::vector<Matrix> transposed_;  // A[h+1]^T .. A[layer-1]^T, the solver's matrices
+  std::unique_ptr<LayeredFlow> solver_;
+};
+
+// Whether the certificate's source test for sources at `layer` runs turned around
+// (SourceTest): not on causal stacks (the source layer's matrix lower-triangular), and only
+// while its solver and transposed matrices take at most 64 MB (at L=24, n=512: 44 MB for the
+// last layer), since a request near the heap's limit may not have room for them (the forward
+// test's solver is all it needs).
+bool turnsSourceTestAround(const LayerStack& A, int layer, int h) {
+  const Matrix& top = A[static_cast<std::size_t>(layer - 1)];
+  const int n = static_cast<int>(top.rows());
+  if (SourceTest::bytesFor(n, layer, h) > (std::size_t{64} << 20)) return false;
+  for (Index i = 0; i < top.rows(); ++i) {
+    for (Index k = i + 1; k < top.cols(); ++k) {
+      if (top(i, k) != 0.0) return true;
+    }
+  }
+  return false;
+}
+
 // Solvers kept for the keys they were built for (a layer, a middle layer, ...), the most
 // recently used last. Asked again with a key it holds, one is reused; asked with another, a new
 // one is built, after the least recently used ones are dropped for as long as the kept ones and
@@ -1675,6 +1755,7 @@ struct FlowSolverCache::State {
   KeptSolvers<LayeredFlow, std::pair<int, int>> sourceHalves;  // by (source layer, middle layer)
   KeptSolvers<LayeredFlow, int> sinkHalves;                    // by middle layer
   KeptSolvers<ReversedFlow, int> reversed;                     // by source layer
+  KeptSolvers<SourceTest, std::pair<int, int>> sourceTests;    // by (source layer, middle layer)
 
   void forStack(const LayerStack& A) {
     if (stack == &A) return;
@@ -1701,6 +1782,14 @@ struct FlowSolverCache::State {
     const int n = static_cast<int>(A[0].rows());
     return sinkHalves.get(h, LayeredFlow::bytesFor(n, h - 1), keptBytes,
                           [&] { return sinkHalfSolver(A, h); });
+  }
+
+  SourceTest& sourceTestFor(const LayerStack& A, int sourceLayer, int h) {
+    forStack(A);
+    const int n = static_cast<int>(A[0].rows());
+    return sourceTests.get({sourceLayer, h}, SourceTest::bytesFor(n, sourceLayer, h), keptBytes,
+                           [&] { return std::make_unique<SourceTest>(A, sourceLayer, h,
+                                                                     suppliesAt(A, h)); });
   }
 
   ReversedFlow& reversedFor(const LayerStack& A, int sourceLayer) {
@@ -1791,9 +1880,9 @@ class FlowEngine {
     // middle layer), so requests without it skip their cost (2% of a last-layer run at L=12,
     // n=128).
     const std::vector<double>* sinkHalf = nullptr;
-    std::unique_ptr<LayeredFlow> ownSourceHalf;  // without a cache
-    LayeredFlow* sourceHalf =
-        h > 0 && sourceFlags.empty() ? sourceHalfFor(layer, h, ownSourceHalf) : nullptr;
+    OwnSourceTesting ownTesting;  // without a cache
+    const SourceTesting testing =
+        h > 0 && sourceFlags.empty() ? sourceTestingFor(layer, h, ownTesting) : SourceTesting{};
     std::vector<char> known(static_cast<std::size_t>(n_));
     // Many rows of a non-causal layer: pairs the certificate leaves are solved on the reversed
     // graph from a fixed start per sink (ReversedFlow), built at the first such pair.
@@ -1806,7 +1895,7 @@ class FlowEngine {
       const int r = rows[q];
       std::fill(known.begin(), known.end(), 0);
       const bool certifiedSource =
-          h > 0 && (sourceFlags.empty() ? deliversSupplies(sourceHalf, layer, h, r)
+          h > 0 && (sourceFlags.empty() ? deliversSupplies(testing, layer, h, r)
                                         : sourceFlags[q] != 0);
       if (certifiedSource) {
         if (!sinkHalf) sinkHalf = &sinkHalves(h);
@@ -1844,10 +1933,10 @@ class FlowEngine {
     std::vector<char> flags(rows.size(), 0);
     const int h = middleLayer(layer, requestRows);
     if (h == 0) return flags;
-    std::unique_ptr<LayeredFlow> own;
-    LayeredFlow* half = sourceHalfFor(layer, h, own);
+    OwnSourceTesting own;
+    const SourceTesting testing = sourceTestingFor(layer, h, own);
     for (std::size_t q = 0; q < rows.size(); ++q) {
-      flags[q] = deliversSupplies(half, layer, h, rows[q]) ? 1 : 0;
+      flags[q] = deliversSupplies(testing, layer, h, rows[q]) ? 1 : 0;
     }
     return flags;
   }
@@ -1956,10 +2045,38 @@ class FlowEngine {
     return cache_ ? cache_->state().suppliesAt(A_, h) : keptSupplies(supplies_, A_, h);
   }
 
-  // Whether (layer, r) can deliver exactly supplies(h) to the nodes of layer h (the solver's
-  // depth).
-  bool deliversSupplies(LayeredFlow* half, int layer, int h, int r) {
-    half->setSource(A_[static_cast<std::size_t>(layer - 1)].row(r).data());
+  // The solver of the certificate's source test for sources at `layer` and middle layer h: the
+  // source half, or the test turned around (SourceTest; see turnsSourceTestAround()), started for
+  // this request. Without a cache, `own` keeps it.
+  struct SourceTesting {
+    LayeredFlow* forward = nullptr;
+    SourceTest* reversed = nullptr;
+  };
+  struct OwnSourceTesting {
+    std::unique_ptr<LayeredFlow> forward;
+    std::unique_ptr<SourceTest> reversed;
+  };
+  SourceTesting sourceTestingFor(int layer, int h, OwnSourceTesting& own) {
+    SourceTesting testing;
+    if (!turnsSourceTestAround(A_, layer, h)) {
+      testing.forward = sourceHalfFor(layer, h, own.forward);
+    } else if (cache_) {
+      testing.reversed = &cache_->state().sourceTestFor(A_, layer, h);
+    } else {
+      own.reversed = std::make_unique<SourceTest>(A_, layer, h, supplies(h));
+      testing.reversed = own.reversed.get();
+    }
+    if (testing.reversed) testing.reversed->newRequest();
+    return testing;
+  }
+
+  // Whether (layer, r) can deliver exactly supplies(h) to the nodes of layer h (the forward
+  // solver's depth).
+  bool deliversSupplies(const SourceTesting& testing, int layer, int h, int r) {
+    const double* sourceRow = A_[static_cast<std::size_t>(layer - 1)].row(r).data();
+    if (testing.reversed) return testing.reversed->delivers(sourceRow, certificateTol_);
+    LayeredFlow* half = testing.forward;
+    half->setSource(sourceRow);
     // The supplies are spread over every node of layer h that an arc leads to, and a source must
     // reach each one (on causal inputs only the last row's source reaches them all).
     if (!half->reachesEveryLeaf()) return false;
@@ -2003,7 +2120,11 @@ void FlowSolverCache::prepare(const LayerStack& A, int layer, std::size_t numRow
   if (layer >= 3) writeAndLearnSinks(state_->solverFor(A, layer));
   const int h = certificateMiddleLayer(A, {layer}, numRows);
   if (h > 0) {
-    state_->sourceHalfFor(A, layer, h).writeStorage();
+    if (turnsSourceTestAround(A, layer, h)) {
+      state_->sourceTestFor(A, layer, h).prepare(A[static_cast<std::size_t>(layer - 1)]);
+    } else {
+      state_->sourceHalfFor(A, layer, h).writeStorage();
+    }
     writeAndLearnSinks(state_->sinkHalfFor(A, h));
   }
 }

@@ -454,6 +454,57 @@ TEST_CASE("attention flow: heads focused on the first and last tokens from layer
   checkAllRowsAgainstReference(A, L);
 }
 
+TEST_CASE("attention flow: the certificate's source test is the plain max-flow's answer") {
+  // A source passes when it can deliver the middle layer's supplies w (the uniform distribution
+  // over layer h + 2 carried down to layer h, scaled to total 1) in full. On stacks that are not
+  // causal the core runs that test on the graph turned around, warm-started from row to row;
+  // here it is a plain max-flow per row on the graph as it is: (layer, r) -> layer - 1 -> ...
+  // -> h -> T, with w on the arcs into T.
+  std::mt19937 gen(17);
+  int passing = 0;
+  int failing = 0;
+  for (int it = 0; it < releaseOrDebug(120, 24); ++it) {
+    const int layer = 6 + it % 4;
+    const int n = 8 + it % 11;
+    const Kind kind = static_cast<Kind>(it % kNumKinds);
+    const LayerStack A = randomStack(gen, layer, n, kind);
+    const int h = attnflow::certificateMiddleLayer(A, {layer}, n);
+    REQUIRE(h > 0);
+    Eigen::RowVectorXd w = Eigen::RowVectorXd::Constant(n, 1.0 / n);
+    for (int l = std::min(h + 2, layer); l > h; --l) w = w * A[static_cast<std::size_t>(l - 1)];
+    if (w.sum() > 0.0) w /= w.sum(); else w.setConstant(1.0 / n);
+    const std::vector<char> flags = attnflow::certificateSourceFlags(A, {layer}, allRows(n));
+    for (int r = 0; r < n; ++r) {
+      // Node layers layer - 1 (index 0) .. h, then S and T.
+      const int depth = layer - h;
+      const int S = depth * n, T = S + 1;
+      attnflow::MaxFlow g(T + 1);
+      for (int k = 0; k < n; ++k) g.addEdge(S, k, A[static_cast<std::size_t>(layer - 1)](r, k));
+      for (int t = 0; t + 1 < depth; ++t) {
+        const Matrix& M = A[static_cast<std::size_t>(layer - 2 - t)];
+        for (int i = 0; i < n; ++i) {
+          for (int k = 0; k < n; ++k) {
+            if (M(i, k) > 0.0) g.addEdge(t * n + i, (t + 1) * n + k, M(i, k));
+          }
+        }
+      }
+      for (int k = 0; k < n; ++k) g.addEdge((depth - 1) * n + k, T, w(k));
+      const double value = g.flow(S, T);
+      const bool flag = flags[static_cast<std::size_t>(r)] != 0;
+      if (value >= 1.0 - 1e-14) {
+        CHECK_MESSAGE(flag, "layer " << layer << " n " << n << " kind " << kind << " row " << r);
+        ++passing;
+      } else if (value < 1.0 - 1e-9) {
+        CHECK_MESSAGE(!flag, "layer " << layer << " n " << n << " kind " << kind << " row " << r << " value " << value);
+        ++failing;
+      }
+    }
+  }
+  // Both answers occur (the test would pass vacuously otherwise).
+  CHECK(passing > 100);
+  CHECK(failing > 100);
+}
+
 TEST_CASE("attention flow: the bottleneck cut's capacity equals the flow") {
   std::mt19937 gen(3);
   for (int it = 0; it < 150; ++it) {
