@@ -1629,7 +1629,7 @@ class ReversedFlow {
 // capacities of one solver, each solve warm-started from the previous row's flow as the forward
 // solver does from sink to sink; forward, each row is a new source and a cold start. Natively at
 // L=12, n=128, the 128 tests of the last layer: flat rows 4.2 -> 1.8 ms, peaky 13.7 -> 3.6 ms,
-// sink rows 20.1 -> 5.7 ms, the same flags (they were two thirds of a flat last-layer run).
+// sink rows 20.1 -> 5.7 ms, the same flags (the tests were two thirds of a flat last layer).
 // A request starts from setSource() (newRequest()), so its flags do not depend on the requests
 // before it. Within a request a flag depends on the rows tested before only where the flow
 // lands within rounding of the test's threshold, as the sink halves' values do where a pool's
@@ -1680,16 +1680,16 @@ class SourceTest {
 
  private:
   int n_;
-  const double* supplies_;          // the source arcs: the cache's or the engine's, which outlive this
+  const double* supplies_;          // the source arcs (the cache's or engine's: they outlive this)
   std::vector<Matrix> transposed_;  // A[h+1]^T .. A[layer-1]^T, the solver's matrices
   std::unique_ptr<LayeredFlow> solver_;
 };
 
 // Whether the certificate's source test for sources at `layer` runs turned around
 // (SourceTest): not on causal stacks (the source layer's matrix lower-triangular), and only
-// while its solver and transposed matrices take at most 64 MB (at L=24, n=512: 44 MB for the
-// last layer), since a request near the heap's limit may not have room for them (the forward
-// test's solver is all it needs).
+// while its solver and transposed matrices take at most 64 MB (at L=24, n=512: 46 MB for the
+// last layer; above n ~ 600 there, or ~ 900 at L=12, the test stays forward), since a request
+// near the heap's limit may not have room for them (the forward test's solver is all it needs).
 bool turnsSourceTestAround(const LayerStack& A, int layer, int h) {
   const Matrix& top = A[static_cast<std::size_t>(layer - 1)];
   const int n = static_cast<int>(top.rows());

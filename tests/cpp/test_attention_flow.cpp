@@ -472,7 +472,11 @@ TEST_CASE("attention flow: the certificate's source test is the plain max-flow's
     REQUIRE(h > 0);
     Eigen::RowVectorXd w = Eigen::RowVectorXd::Constant(n, 1.0 / n);
     for (int l = std::min(h + 2, layer); l > h; --l) w = w * A[static_cast<std::size_t>(l - 1)];
-    if (w.sum() > 0.0) w /= w.sum(); else w.setConstant(1.0 / n);
+    if (w.sum() > 0.0) {
+      w /= w.sum();
+    } else {
+      w.setConstant(1.0 / n);
+    }
     const std::vector<char> flags = attnflow::certificateSourceFlags(A, {layer}, allRows(n));
     for (int r = 0; r < n; ++r) {
       // Node layers layer - 1 (index 0) .. h, then S and T.
@@ -495,7 +499,8 @@ TEST_CASE("attention flow: the certificate's source test is the plain max-flow's
         CHECK_MESSAGE(flag, "layer " << layer << " n " << n << " kind " << kind << " row " << r);
         ++passing;
       } else if (value < 1.0 - 1e-9) {
-        CHECK_MESSAGE(!flag, "layer " << layer << " n " << n << " kind " << kind << " row " << r << " value " << value);
+        CHECK_MESSAGE(!flag, "layer " << layer << " n " << n << " kind " << kind << " row " << r
+                                      << " value " << value);
         ++failing;
       }
     }
