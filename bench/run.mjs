@@ -163,7 +163,7 @@ async function timeRepeated(body) {
  * Why: on the VMs measured each vCPU has slow spells of seconds (flow ~1.5x slower, the same
  * code, in-process), so two figures taken in different blocks of time carry a ratio of up to
  * 1.5x that neither computation caused: the best rounds once put the causal last layer at 13.9x
- * its base case where pairs of calls seconds apart gave 9.5-10.1x in every run.
+ * its base case where pairs of calls seconds apart gave 9.5-10.5x in each of ten runs.
  */
 async function pairedRatio(numerator, denominator, budget) {
   const timeOf = async (body, calls) => {
