@@ -1539,6 +1539,43 @@ void flowRowInto(LayeredFlow* solver, const LayerStack& A, int layer, int r,
   }
 }
 
+// A solver on the graph of A[first] .. A[last] (1-based) with every arc turned around: its
+// matrices are A[first]^T .. A[last]^T, kept here for the solver's life. The flow between two
+// nodes is the same either way (the cuts are), so a solve can run from whichever end lets the
+// changing capacities be leaf arcs, which LayeredFlow warm-starts across.
+class TurnedAroundFlow {
+ public:
+  TurnedAroundFlow(const LayerStack& A, int first, int last) : n_(static_cast<int>(A[0].rows())) {
+    transposed_.reserve(static_cast<std::size_t>(std::max(0, last - first + 1)));
+    std::vector<const double*> mats;
+    for (int l = first; l <= last; ++l) {
+      transposed_.push_back(A[static_cast<std::size_t>(l - 1)].transpose());
+      mats.push_back(transposed_.back().data());
+    }
+    solver_ = makeLayeredFlow(n_, std::move(mats));
+  }
+
+  /// The memory one of numMats matrices takes when built (matrices transposed, and solver).
+  static std::size_t bytesFor(int n, int numMats) {
+    const auto nodes = static_cast<std::size_t>(n);
+    return static_cast<std::size_t>(std::max(0, numMats)) * nodes * nodes * sizeof(double) +
+           LayeredFlow::bytesFor(n, numMats);
+  }
+
+  /// bytesFor() and the solver's caches.
+  std::size_t memoryBytes() const {
+    const auto n = static_cast<std::size_t>(n_);
+    return transposed_.size() * n * n * sizeof(double) + solver_->memoryBytes();
+  }
+
+  LayeredFlow& solver() { return *solver_; }
+
+ private:
+  int n_;
+  std::vector<Matrix> transposed_;
+  std::unique_ptr<LayeredFlow> solver_;
+};
+
 // Sink-major solving on the reversed graph, for many rows of one layer (see FlowEngine::run).
 // The flow from (layer, r) to (0, j) is also the flow from (0, j) to (layer, r) on the graph with
 // every arc turned around: a LayeredFlow whose source arcs are column j of A[1] (row j of A[1]
@@ -1554,20 +1591,14 @@ void flowRowInto(LayeredFlow* solver, const LayerStack& A, int layer, int r,
 // mode exists (NOTES round 9: inlining shifts cost the forward paths 5-12% in WASM).
 class ReversedFlow {
  public:
-  ReversedFlow(const LayerStack& A, int layer) : n_(static_cast<int>(A[0].rows())) {
-    transposed_.reserve(static_cast<std::size_t>(std::max(0, layer - 2)));
-    std::vector<const double*> mats;
-    for (int l = 2; l <= layer - 1; ++l) {
-      transposed_.push_back(A[static_cast<std::size_t>(l - 1)].transpose());
-      mats.push_back(transposed_.back().data());
-    }
+  ReversedFlow(const LayerStack& A, int layer)
+      : n_(static_cast<int>(A[0].rows())), graph_(A, 2, layer - 1) {
     const Matrix& top = A[static_cast<std::size_t>(layer - 1)];
     base_.assign(static_cast<std::size_t>(n_), 0.0);
     for (Index r = 0; r < n_; ++r) {
       for (Index k = 0; k < n_; ++k) base_[static_cast<std::size_t>(k)] += top(r, k);
     }
     for (double& b : base_) b /= n_;
-    solver_ = makeLayeredFlow(n_, std::move(mats));
     saved_.resize(static_cast<std::size_t>(n_));
     ready_.assign(static_cast<std::size_t>(n_), 0);
   }
@@ -1577,16 +1608,12 @@ class ReversedFlow {
 
   /// The memory one for sources at `layer` takes when built (matrices transposed, and solver).
   static std::size_t bytesFor(int n, int layer) {
-    const int numMats = std::max(0, layer - 2);
-    return static_cast<std::size_t>(numMats) * static_cast<std::size_t>(n) *
-               static_cast<std::size_t>(n) * sizeof(double) +
-           LayeredFlow::bytesFor(n, numMats);
+    return TurnedAroundFlow::bytesFor(n, layer - 2);
   }
 
   /// bytesFor(), the solver's caches and the starting points saved so far.
   std::size_t memoryBytes() const {
-    const auto n = static_cast<std::size_t>(n_);
-    std::size_t bytes = transposed_.size() * n * n * sizeof(double) + solver_->memoryBytes();
+    std::size_t bytes = graph_.memoryBytes();
     for (const SavedFlowState& z : saved_) {
       bytes += (z.inCap.capacity() + z.fs.capacity() + z.ft.capacity() + z.flows.capacity()) *
                    sizeof(double) +
@@ -1600,7 +1627,7 @@ class ReversedFlow {
   /// The exact flow between source row `leaf` (row r of A[layer]) and sink j.
   __attribute__((noinline)) double flow(const double* leaf, const Matrix& firstT, int j) {
     const auto sj = static_cast<std::size_t>(j);
-    LayeredFlow& f = *solver_;
+    LayeredFlow& f = graph_.solver();
     if (!ready_[sj]) {
       f.setSource(firstT.row(j).data());
       const double bound = f.upperBound(base_.data());
@@ -1615,9 +1642,8 @@ class ReversedFlow {
 
  private:
   int n_;
-  std::vector<Matrix> transposed_;  // A[2]^T .. A[layer-1]^T, the solver's matrices
-  std::vector<double> base_;        // its address keys the solver's facts: fixed for its life
-  std::unique_ptr<LayeredFlow> solver_;
+  TurnedAroundFlow graph_;    // A[2]^T .. A[layer-1]^T
+  std::vector<double> base_;  // its address keys the solver's facts: fixed for its life
   std::vector<SavedFlowState> saved_;
   std::vector<char> ready_;
 };
@@ -1639,50 +1665,36 @@ class ReversedFlow {
 class SourceTest {
  public:
   SourceTest(const LayerStack& A, int layer, int h, const std::vector<double>& supplies)
-      : n_(static_cast<int>(A[0].rows())), supplies_(supplies.data()) {
-    transposed_.reserve(static_cast<std::size_t>(std::max(0, layer - 1 - h)));
-    std::vector<const double*> mats;
-    for (int l = h + 1; l <= layer - 1; ++l) {
-      transposed_.push_back(A[static_cast<std::size_t>(l - 1)].transpose());
-      mats.push_back(transposed_.back().data());
-    }
-    solver_ = makeLayeredFlow(n_, std::move(mats));
-  }
+      : supplies_(supplies.data()), graph_(A, h + 1, layer - 1) {}
 
   /// The memory one for sources at `layer` and middle layer h takes when built.
   static std::size_t bytesFor(int n, int layer, int h) {
-    const int numMats = std::max(0, layer - 1 - h);
-    return static_cast<std::size_t>(numMats) * static_cast<std::size_t>(n) *
-               static_cast<std::size_t>(n) * sizeof(double) +
-           LayeredFlow::bytesFor(n, numMats);
+    return TurnedAroundFlow::bytesFor(n, layer - 1 - h);
   }
 
-  std::size_t memoryBytes() const {
-    const auto n = static_cast<std::size_t>(n_);
-    return transposed_.size() * n * n * sizeof(double) + solver_->memoryBytes();
-  }
+  std::size_t memoryBytes() const { return graph_.memoryBytes(); }
 
   /// The solver's flow storage written and its facts about these source rows learned (see
   /// FlowSolverCache::prepare()).
   void prepare(const Matrix& sourceRows) {
-    solver_->writeStorage();
-    for (Index r = 0; r < sourceRows.rows(); ++r) solver_->learnLeaves(sourceRows.row(r).data());
+    LayeredFlow& solver = graph_.solver();
+    solver.writeStorage();
+    for (Index r = 0; r < sourceRows.rows(); ++r) solver.learnLeaves(sourceRows.row(r).data());
   }
 
-  void newRequest() { solver_->setSource(supplies_); }
+  void newRequest() { graph_.solver().setSource(supplies_); }
 
   /// Whether the source whose out-arcs are `sourceRow` (row r of A[layer]) delivers the
   /// supplies, to within `tolerance` of their total, 1.
   bool delivers(const double* sourceRow, double tolerance) {
-    if (solver_->upperBound(sourceRow) < 1.0 - tolerance) return false;
-    return solver_->solve(sourceRow, 1.0) >= 1.0 - tolerance;
+    LayeredFlow& solver = graph_.solver();
+    if (solver.upperBound(sourceRow) < 1.0 - tolerance) return false;
+    return solver.solve(sourceRow, 1.0) >= 1.0 - tolerance;
   }
 
  private:
-  int n_;
-  const double* supplies_;          // the source arcs (the cache's or engine's: they outlive this)
-  std::vector<Matrix> transposed_;  // A[h+1]^T .. A[layer-1]^T, the solver's matrices
-  std::unique_ptr<LayeredFlow> solver_;
+  const double* supplies_;  // the source arcs (the cache's or engine's: they outlive this)
+  TurnedAroundFlow graph_;  // A[h+1]^T .. A[layer-1]^T
 };
 
 // Whether the certificate's source test for sources at `layer` runs turned around
