@@ -4,6 +4,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 
 function run(command, args, cwd) {
   return new Promise((resolve) => {
@@ -50,14 +51,14 @@ export async function nativeBench({ root, log }) {
       }
     }
   }
+  const caseArgs = (c, { layers, rows, path }) => ['--npy', path, '--alpha', String(c.alpha),
+    '--layers', layers.length === c.shape.layers && c.layers === 'all' ? 'all' : layers.join(','),
+    '--rows', rows.length === c.shape.tokens ? 'all' : rows.join(',')];
   return {
     binary,
     /** {seconds, runs} for a flow case on its .npy input, or null if the run failed. */
-    async run(c, { layers, rows, path }) {
-      const args = ['--npy', path, '--alpha', String(c.alpha),
-        '--layers', layers.length === c.shape.layers && c.layers === 'all' ? 'all' : layers.join(','),
-        '--rows', rows.length === c.shape.tokens ? 'all' : rows.join(',')];
-      const result = await run(binary, args, root);
+    async run(c, where) {
+      const result = await run(binary, caseArgs(c, where), root);
       const line = result.out.trim().split('\n').at(-1);
       try {
         const parsed = JSON.parse(line);
@@ -66,6 +67,36 @@ export async function nativeBench({ root, log }) {
         log(`native: ${c.id} failed (exit ${result.code}): ${result.err.trim().slice(0, 300)}`);
         return null;
       }
+    },
+    /**
+     * The case's computation on request (`flow_bench --serve`), started on vCPU `cpu` with
+     * taskset when given: {calls(k): median ms of k calls, close()}, or null if it did not start.
+     */
+    async serve(c, where, { cpu } = {}) {
+      const args = [...caseArgs(c, where), '--serve'];
+      const child = cpu === undefined ? spawn(binary, args, { cwd: root, stdio: ['pipe', 'pipe', 'ignore'] })
+        : spawn('taskset', ['-c', String(cpu), binary, ...args], { cwd: root, stdio: ['pipe', 'pipe', 'ignore'] });
+      const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
+      const next = async () => {
+        const { value, done } = await lines.next();
+        if (done) throw new Error(`native: flow_bench --serve for ${c.id} ended early`);
+        return JSON.parse(value);
+      };
+      child.on('error', () => {});  // a failed spawn ends stdout: next() reports it
+      try {
+        await next();  // {"ready": true}
+      } catch (error) {
+        log(String(error.message));
+        child.kill();
+        return null;
+      }
+      return {
+        async calls(count) {
+          child.stdin.write(`${count}\n`);
+          return (await next()).ms;
+        },
+        close() { child.stdin.end(); },
+      };
     },
   };
 }

@@ -20,6 +20,10 @@
 //       Reads an [L][H][n][n] float32 little-endian .npy (as bench/run.mjs writes), fuses heads by
 //       mean, mixes the residual, times the flow computation and prints one JSON line
 //       {"seconds": median, "runs": [...], "pairs": ...}. --causal only picks the default row.
+//   flow_bench --npy FILE ... --serve
+//       The same computation on request, for measurements paired with the WASM build's
+//       (bench/run.mjs): prints {"ready": true}, then for each line K read from stdin runs it K
+//       times and prints {"ms": median of the K}; ends at end of input.
 //
 // Timing: one warm-up run, then 3 runs if it took over 1 s, none over 10 s, else as many as fit
 // in about half a second (5 to 51, odd); median. The same rule as bench/run.mjs.
@@ -31,6 +35,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <iostream>
 #include <random>
 #include <set>
 #include <sstream>
@@ -217,7 +222,7 @@ LayerStack readNpy(const std::string& path, double alpha) {
 int runNpy(int argc, char** argv) {
   std::string path, layersArg = "last", rowsArg = "one";
   double alpha = 0.5;
-  bool causal = false;
+  bool causal = false, serve = false;
   for (int k = 1; k < argc; ++k) {
     const std::string arg = argv[k];
     auto value = [&]() { return k + 1 < argc ? std::string(argv[++k]) : std::string(); };
@@ -226,6 +231,7 @@ int runNpy(int argc, char** argv) {
     else if (arg == "--layers") layersArg = value();
     else if (arg == "--rows") rowsArg = value();
     else if (arg == "--causal") causal = true;
+    else if (arg == "--serve") serve = true;
   }
   const LayerStack A = readNpy(path, alpha);
   const int n = static_cast<int>(A[0].rows());
@@ -233,6 +239,25 @@ int runNpy(int argc, char** argv) {
       parseList(layersArg, static_cast<int>(A.size()), static_cast<int>(A.size()), true);
   const std::vector<int> rows = parseList(rowsArg, n, causal ? n - 1 : 0, false);
   attnflow::FlowSolverCache cache;
+  if (serve) {
+    compute(A, layers, rows, cache);  // warm, as the WASM side is before its pairs
+    std::printf("{\"ready\": true}\n");
+    std::fflush(stdout);
+    std::string line;
+    while (std::getline(std::cin, line)) {
+      const int calls = std::max(1, std::atoi(line.c_str()));
+      std::vector<double> ms;
+      for (int k = 0; k < calls; ++k) {
+        const double start = now();
+        compute(A, layers, rows, cache);
+        ms.push_back((now() - start) * 1000.0);
+      }
+      std::sort(ms.begin(), ms.end());
+      std::printf("{\"ms\": %.6g}\n", ms[ms.size() / 2]);
+      std::fflush(stdout);
+    }
+    return 0;
+  }
   const Timing t = timeRepeated([&] { compute(A, layers, rows, cache); });
   std::printf("{\"seconds\": %.6g, \"runs\": %s, \"pairs\": %zu}\n", t.seconds,
               runsJson(t.runs).c_str(), layers.size() * rows.size() * static_cast<std::size_t>(n));
