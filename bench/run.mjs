@@ -138,9 +138,11 @@ const timingLine = (stderr) => stderr.split('\n').map((line) => { try { return J
 /**
  * Runs `body` once as a warm-up, then repeats; returns {seconds (median), runs, last}. Short runs
  * are repeated for about half a second (up to 51 times): on this VM one run of a few ms varies by
- * +-25%, and 5 of them left the 2-worker ratios of such runs to chance.
+ * +-25%, and 5 of them left the 2-worker ratios of such runs to chance. `setup`, if given, runs
+ * before every call of `body`, untimed.
  */
-async function timeRepeated(body) {
+async function timeRepeated(body, setup = () => {}) {
+  setup();
   let started = performance.now();
   let last = await body();
   const warm = (performance.now() - started) / 1000;
@@ -148,6 +150,7 @@ async function timeRepeated(body) {
   if (repeats === 0) return { seconds: warm, runs: [warm], last, note: 'one run (no warm-up: > 10 s)' };
   const runs = [];
   for (let k = 0; k < repeats; k++) {
+    setup();
     started = performance.now();
     last = await body();
     runs.push((performance.now() - started) / 1000);
@@ -485,7 +488,10 @@ async function rolloutCases() {
   const n = shape.tokens;
   const path = await ensureInput(shape, false);
   const input = await openInput(path);
-  const invalidate = () => input.fused.mixedLayer(1, { alpha: 0.25 });  // drops the cached rollout
+  // Drops the cached mixed layers and rollout (by mixing at another alpha), before each timed
+  // call and outside it: until 2026-12-07 it was inside, ~22 ms of mixing at alpha 0.25 (all 24
+  // layers) in every rollout figure.
+  const invalidate = () => input.fused.mixedLayer(1, { alpha: 0.25 });
 
   if (selected('rollout-all-L24-n512')) {
     log('rollout-all-L24-n512: attnflow WASM');
@@ -494,7 +500,7 @@ async function rolloutCases() {
     // block by up to 100 ms; every block's median is in round_seconds.
     const rounds = [];
     for (let k = 0; k < ROUNDS; k++) {
-      rounds.push(await timeRepeated(() => { invalidate(); return input.fused.compute('rollout', { layers: 'all', rows: 'all' }); }));
+      rounds.push(await timeRepeated(() => input.fused.compute('rollout', { layers: 'all', rows: 'all' }), invalidate));
     }
     const all = bestRound(rounds);
     const attention = new Float32Array(readFileSync(path).buffer.slice(npyHeader([shape.layers, shape.heads, n, n]).length));
@@ -529,7 +535,7 @@ async function rolloutCases() {
   }
   if (selected('rollout-row-L24-n512')) {
     log('rollout-row-L24-n512: attnflow WASM');
-    const one = await timeRepeated(() => { invalidate(); return input.fused.compute('rollout', { layers: 'last', rows: [0] }); });
+    const one = await timeRepeated(() => input.fused.compute('rollout', { layers: 'last', rows: [0] }), invalidate);
     record({ case: 'rollout-row-L24-n512', what: 'rollout, one target row of the last layer, L=24,H=16,n=512', impl: 'attnflow-wasm', seconds: one.seconds, runs: one.runs });
   }
 }
