@@ -396,6 +396,9 @@ async function flowCase(c, native) {
       if (!server) return null;
       try {
         return { ...await pairedRatio(inThisThread(() => input.fused.compute('flow', options)), server.calls, PAIRED_BUDGET), cpu };
+      } catch (error) {
+        log(`native: ${c.id}: no pairs (${error.message}); the best rounds decide`);
+        return null;
       } finally {
         server.close();
       }
