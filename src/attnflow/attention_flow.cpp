@@ -1539,6 +1539,24 @@ void flowRowInto(LayeredFlow* solver, const LayerStack& A, int layer, int r,
   }
 }
 
+// The solver's flow storage written and its facts about these leaf capacities (one row each)
+// learned: what FlowSolverCache::prepare() does ahead of a request.
+void writeStorageAndLearnLeaves(LayeredFlow& solver, const Matrix& leafRows) {
+  solver.writeStorage();
+  for (Index r = 0; r < leafRows.rows(); ++r) solver.learnLeaves(leafRows.row(r).data());
+}
+
+// Whether some arc of m (an entry above kEps, as the solvers take arcs) goes from a node to one
+// of a higher index: false exactly on a causal mask's lower-triangular layers.
+bool hasArcAboveDiagonal(const Matrix& m) {
+  for (Index i = 0; i < m.rows(); ++i) {
+    for (Index k = i + 1; k < m.cols(); ++k) {
+      if (m(i, k) > kEps) return true;
+    }
+  }
+  return false;
+}
+
 // A solver on the graph of A[first] .. A[last] (1-based) with every arc turned around: its
 // matrices are A[first]^T .. A[last]^T, kept here for the solver's life. The flow between two
 // nodes is the same either way (the cuts are), so a solve can run from whichever end lets the
@@ -1676,11 +1694,7 @@ class SourceTest {
 
   /// The solver's flow storage written and its facts about these source rows learned (see
   /// FlowSolverCache::prepare()).
-  void prepare(const Matrix& sourceRows) {
-    LayeredFlow& solver = graph_.solver();
-    solver.writeStorage();
-    for (Index r = 0; r < sourceRows.rows(); ++r) solver.learnLeaves(sourceRows.row(r).data());
-  }
+  void prepare(const Matrix& sourceRows) { writeStorageAndLearnLeaves(graph_.solver(), sourceRows); }
 
   void newRequest() { graph_.solver().setSource(supplies_); }
 
@@ -1705,13 +1719,7 @@ class SourceTest {
 bool turnsSourceTestAround(const LayerStack& A, int layer, int h) {
   const Matrix& top = A[static_cast<std::size_t>(layer - 1)];
   const int n = static_cast<int>(top.rows());
-  if (SourceTest::bytesFor(n, layer, h) > (std::size_t{64} << 20)) return false;
-  for (Index i = 0; i < top.rows(); ++i) {
-    for (Index k = i + 1; k < top.cols(); ++k) {
-      if (top(i, k) != 0.0) return true;
-    }
-  }
-  return false;
+  return SourceTest::bytesFor(n, layer, h) <= (std::size_t{64} << 20) && hasArcAboveDiagonal(top);
 }
 
 // Solvers kept for the keys they were built for (a layer, a middle layer, ...), the most
@@ -1967,12 +1975,7 @@ class FlowEngine {
     const double cells = static_cast<double>(n_) * n_ * n_ * (layer - 2);
     if (cells > 4.0 * 1024 * 1024) return false;
     for (int l = 2; l <= layer - 1; ++l) {
-      const Matrix& m = A_[static_cast<std::size_t>(l - 1)];
-      for (Index i = 0; i < n_; ++i) {
-        for (Index k = i + 1; k < n_; ++k) {
-          if (m(i, k) > kEps) return true;
-        }
-      }
+      if (hasArcAboveDiagonal(A_[static_cast<std::size_t>(l - 1)])) return true;
     }
     return false;
   }
@@ -2124,12 +2127,8 @@ void FlowSolverCache::prepare(const LayerStack& A, int layer, std::size_t numRow
   // it) is the graph's, like their arc bitsets, not a request's: learned here, it is not part of
   // the first request (~0.56 ms natively for the 128 sinks of L=12, n=128, a quarter of one
   // row's flow).
-  const auto writeAndLearnSinks = [&](LayeredFlow& solver) {
-    solver.writeStorage();
-    for (Index j = 0; j < firstT.rows(); ++j) solver.learnLeaves(firstT.row(j).data());
-  };
   // Layers 1 and 2 are closed forms: no solver.
-  if (layer >= 3) writeAndLearnSinks(state_->solverFor(A, layer));
+  if (layer >= 3) writeStorageAndLearnLeaves(state_->solverFor(A, layer), firstT);
   const int h = certificateMiddleLayer(A, {layer}, numRows);
   if (h > 0) {
     if (turnsSourceTestAround(A, layer, h)) {
@@ -2137,7 +2136,7 @@ void FlowSolverCache::prepare(const LayerStack& A, int layer, std::size_t numRow
     } else {
       state_->sourceHalfFor(A, layer, h).writeStorage();
     }
-    writeAndLearnSinks(state_->sinkHalfFor(A, h));
+    writeStorageAndLearnLeaves(state_->sinkHalfFor(A, h), firstT);
   }
 }
 
