@@ -76,10 +76,12 @@ constexpr int kDescendingSinksFromLayer = 6;
 // 2026-12-07). With 5, on inputs whose heads put most of each row on [CLS] and [SEP] (where a
 // warm start's excess used to take ~10 waves a push-down, each child tried in turn), row 0 of
 // the last layer at L=12, n=128 took 0.58-0.64x the time natively, every row of it 0.69x; peaky
-// and focus rows 0.69-0.85x; flat, alpha = 1, L=24 and BERT-base cases within noise (0.97-1.02x);
-// the causal last layer 1.02x. 8 or more made BERT-base 5-15% and the causal last layer 6-9%
-// slower (g++ -O3, the two settings alternating in one process, medians of 7-21 pairs).
+// and focus rows 0.69-0.85x; flat, alpha = 1, L=24 and BERT-base cases within noise (0.97-1.02x).
+// 8 or more made BERT-base 5-15% and the causal last layer 6-9% slower (g++ -O3, the two
+// settings alternating in one process, medians of 7-21 pairs). Causal graphs keep 3
+// (kDepthFirstLayersCausal): their last layer was 1.02x natively but 1.07x in WASM with 5.
 constexpr int kDepthFirstLayers = 5;
+constexpr int kDepthFirstLayersCausal = 3;
 
 using Index = std::ptrdiff_t;
 
@@ -305,6 +307,7 @@ class LayeredFlowT final : public LayeredFlow {
         if (last > i + 1) lowerTriangular_ = false;
       }
     }
+    depthFirstLayers_ = lowerTriangular_ ? kDepthFirstLayersCausal : kDepthFirstLayers;
     residual_ = adjacency_;
     up_.assign(adjacency_.size(), 0);
     coreach_.assign(uz(layerWords_), 0);
@@ -998,7 +1001,7 @@ class LayeredFlowT final : public LayeredFlow {
   // back what it holds to its parents (cancelling flow on arcs into it), which try their other
   // children in the next wave; each wave either empties every node below t0 or kills one, so it
   // ends. The layers near the bottom hold nothing: nodes of layer depth_-2 pass straight through
-  // their leaf arcs, and nodes of the layers above them down from depth_-kDepthFirstLayers offer
+  // their leaf arcs, and nodes of the layers above them down from depth_-depthFirstLayers_ offer
   // each child only what it passes on at once (passDown(); flooding the children of layer
   // depth_-3 and taking the rest back made the non-causal cases 10-15% slower).
   // Nodes of layer t0 that cannot pass on their excess keep it (cancelExcess() walks it on up).
@@ -1036,7 +1039,7 @@ class LayeredFlowT final : public LayeredFlow {
               double* f = flowMat(t) + uz(i) * uz(n_);
               if (t + 2 == depth_) {
                 e -= passToLeaves(t, i, e);
-              } else if (t + kDepthFirstLayers >= depth_) {
+              } else if (t + depthFirstLayers_ >= depth_) {
                 e -= passDown(t, i, e);
               } else {
                 touch(t * n_ + i);
@@ -1432,6 +1435,7 @@ class LayeredFlowT final : public LayeredFlow {
   std::vector<std::uint64_t> adjacency_;  // per matrix, per row: bitset of positive arcs
   std::vector<std::pair<int, int>> rowSpan_;  // per matrix, per row: [first arc, last arc + 1)
   bool lowerTriangular_ = true;  // see lowerTriangular()
+  int depthFirstLayers_ = kDepthFirstLayers;  // see kDepthFirstLayers
   std::vector<std::uint64_t> residual_;   // per matrix, per row: arcs with residual > kEps
   std::vector<std::uint64_t> up_;         // per matrix, per column: arcs with flow > kEps
   std::vector<std::uint64_t> reach_;      // per layer: nodes S can reach

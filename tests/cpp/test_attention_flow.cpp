@@ -452,6 +452,14 @@ TEST_CASE("attention flow: heads focused on the first and last tokens from layer
   }
   CHECK(settled >= 3 * n * n / 4);
   checkAllRowsAgainstReference(A, L);
+  // One row alone (no certificate: a solve per sink, each warm-started from the last, whose
+  // push-downs pass excess depth first near the bottom and in waves above).
+  const std::vector<int> rows = {0, 1, n / 2, n - 1};
+  const Matrix ref = attnflow::attentionFlowReference(A, L, rows);
+  for (std::size_t q = 0; q < rows.size(); ++q) {
+    const Matrix one = attnflow::attentionFlow(A, L, {rows[q]});
+    CHECK(maxAbsDiff(one.row(0), ref.row(static_cast<Eigen::Index>(q))) <= 1e-9);
+  }
 }
 
 TEST_CASE("attention flow: the certificate's source test is the plain max-flow's answer") {
