@@ -94,8 +94,8 @@ struct FloatScratch {
         product(np * np), offSum(n), mean(n), columnSum(n) {}
 };
 
-// Column sums accumulate row after row, in the order the output pass writes the rows, so
-// computing them there gives bitwise the mean a separate pass would.
+// The column mean of m, for the first layer. Later layers' means come from the output pass of
+// mixedPrecisionProduct(), which sums the rows in this same order: bitwise what this would give.
 void setColumnMean(const Matrix& m, std::vector<double>& mean) {
   const auto n = static_cast<std::size_t>(m.rows());
   std::fill(mean.begin(), mean.end(), 0.0);
