@@ -25,7 +25,7 @@ async function openPage({ width = 1280, height = 800 } = {}) {
     if (!u.startsWith(`${session.server.origin}/`) && !u.startsWith('blob:') && !u.startsWith('data:')) offOrigin.push(u);
   });
   await page.goto(session.server.url);
-  await waitDone(page);
+  await waitDone(page, {}, 40_000);  // under the tests' 60 s, so a stuck page says where it stopped
   return { page, context, errors };
 }
 

@@ -123,7 +123,22 @@ export function toNpy(flat, shape) {
  * methods: [...], file: substring of the input line, count: number of cells}.
  */
 export async function waitDone(page, expect = {}, timeout = 60_000) {
-  await page.waitForFunction((e) => {
+  try {
+    await waitDoneOrThrow(page, expect, timeout);
+  } catch (error) {
+    // Say what the page was showing: a bare timeout tells nothing about where it stopped.
+    const shown = await page.evaluate(() => ({
+      state: document.querySelector('[data-testid="results"]')?.dataset.state,
+      status: document.getElementById('status')?.textContent,
+      cells: document.querySelectorAll('[data-testid="token-score"]').length,
+    })).catch((e) => `unreadable: ${e.message}`);
+    error.message += `\nthe page then: ${JSON.stringify(shown)}; expected ${JSON.stringify(expect)}`;
+    throw error;
+  }
+}
+
+function waitDoneOrThrow(page, expect, timeout) {
+  return page.waitForFunction((e) => {
     const r = document.querySelector('[data-testid="results"]');
     if (r?.dataset.state !== 'done') return false;
     const cells = [...document.querySelectorAll('[data-testid="token-score"]')];
