@@ -315,6 +315,7 @@ async function flowCase(c, native) {
   const n = c.shape.tokens;
   const total = layers.length * rows.length * n;
   const options = { alpha: c.alpha, layers, rows, normalize: false };
+  const oneThread = inThisThread(() => input.fused.compute('flow', options));  // a side of the pairs
   const common = { case: c.id, what: c.what, pairs_total: total };
   if (rows.length > 1 && !input.pools) {
     // The default pool (in Node the workers claim rows at run time) and one that deals the rows
@@ -363,7 +364,7 @@ async function flowCase(c, native) {
       : await FusedAttention.create(await loadAttention(new Uint8Array(await readFile(basePath)), { name: basePath }));
     const baseOptions = { alpha: base.alpha, layers: resolvedLayers(base), rows: resolvedRows(base), normalize: false };
     log(`${c.id}: attnflow WASM against ${c.base}, in pairs of calls`);
-    const paired = await pairedRatio(inThisThread(() => input.fused.compute('flow', options)), inThisThread(() => baseFused.compute('flow', baseOptions)), PAIRED_BUDGET);
+    const paired = await pairedRatio(oneThread, inThisThread(() => baseFused.compute('flow', baseOptions)), PAIRED_BUDGET);
     if (baseFused !== input.fused) baseFused.dispose();
     Object.assign(attn, { ratio_to_base_paired: paired.median, ratio_to_base_quartiles: [paired.q1, paired.q3], ratio_pairs: paired.pairs, target_ratio_to_base: 10, met: paired.median <= 10 });
   }
@@ -376,7 +377,7 @@ async function flowCase(c, native) {
     const identical = rounds.every((t) => t.last.scores.every((v, k) => Object.is(v, values[k])));
     // The speedup in pairs of calls too (one thread, then the pool, ...): both see the same spell.
     log(`${c.id}: attnflow WASM, 2 workers (${balance} balance) against one thread, in pairs of calls`);
-    const paired = await pairedRatio(inThisThread(() => input.fused.compute('flow', options)), inThisThread(() => timedPool.compute('flow', options)), PAIRED_BUDGET);
+    const paired = await pairedRatio(oneThread, inThisThread(() => timedPool.compute('flow', options)), PAIRED_BUDGET);
     record({
       ...common, impl, balance, seconds: par.seconds, ...roundsRecord(rounds), note: par.note,
       speedup: wasm.seconds / par.seconds, speedup_paired: paired.median, speedup_quartiles: [paired.q1, paired.q3], speedup_pairs: paired.pairs,
@@ -395,7 +396,7 @@ async function flowCase(c, native) {
       const server = await native.serve(c, { layers, rows, path }, { cpu });
       if (!server) return null;
       try {
-        return { ...await pairedRatio(inThisThread(() => input.fused.compute('flow', options)), server.calls, PAIRED_BUDGET), cpu };
+        return { ...await pairedRatio(oneThread, server.calls, PAIRED_BUDGET), cpu };
       } catch (error) {
         log(`native: ${c.id}: no pairs (${error.message}); the best rounds decide`);
         return null;
