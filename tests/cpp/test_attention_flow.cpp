@@ -12,6 +12,7 @@
 #include "../../bench/native/synthetic.hpp"
 #include "attnflow/attention_flow.hpp"
 #include "attnflow/errors.hpp"
+#include "attnflow/fusion.hpp"
 #include "attnflow/maxflow.hpp"
 #include "attnflow/rollout.hpp"
 
@@ -460,6 +461,96 @@ TEST_CASE("attention flow: heads focused on the first and last tokens from layer
     const Matrix one = attnflow::attentionFlow(A, L, {rows[q]});
     CHECK(maxAbsDiff(one.row(0), ref.row(static_cast<Eigen::Index>(q))) <= 1e-9);
   }
+}
+
+namespace {
+
+// A stack whose heads attend as trained models' do: each head of each layer is one of [CLS] and
+// [SEP] (the first and last token), the first token alone (an attention sink), the previous, next
+// or own token, or sharpened noise; softmax of normal logits plus the head's bias, heads fused by
+// mean, then the residual mix at alpha (causal: logits above the diagonal masked out).
+LayerStack modelLikeStack(std::mt19937& gen, int layers, int n, double alpha, bool causal) {
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  const int heads = 4;
+  LayerStack stack;
+  for (int l = 0; l < layers; ++l) {
+    Matrix fused = Matrix::Zero(n, n);
+    for (int h = 0; h < heads; ++h) {
+      const int kind = static_cast<int>(u(gen) * 6);
+      const double bias = 4.0 + 3.0 * u(gen);
+      for (int i = 0; i < n; ++i) {
+        std::vector<double> logit(static_cast<std::size_t>(n));
+        for (int j = 0; j < n; ++j) {
+          double x = normal(gen) * (kind == 5 ? 2.5 : 1.0);
+          if ((kind == 0 && (j == 0 || j == n - 1)) || (kind == 1 && j == 0) ||
+              (kind == 2 && j == i - 1) || (kind == 3 && j == i + 1) || (kind == 4 && j == i)) {
+            x += bias;
+          }
+          logit[static_cast<std::size_t>(j)] = x;
+        }
+        const int last = causal ? i : n - 1;
+        const double top = *std::max_element(logit.begin(), logit.begin() + last + 1);
+        double sum = 0.0;
+        for (int j = 0; j <= last; ++j) sum += std::exp(logit[static_cast<std::size_t>(j)] - top);
+        for (int j = 0; j <= last; ++j) {
+          fused(i, j) += std::exp(logit[static_cast<std::size_t>(j)] - top) / sum / heads;
+        }
+      }
+    }
+    stack.push_back(attnflow::mixResidual(fused, alpha));
+  }
+  return stack;
+}
+
+}  // namespace
+
+TEST_CASE("attention flow: model-like heads, requests in any order on kept solvers, vs reference") {
+  // The shapes of trained models' attention ([CLS]/[SEP], sink, previous/next/own-token heads)
+  // drive the fast path through its warm starts' depth-first push-downs, the certificate and the
+  // reversed graph far more than softmax noise does. Each stack gets a sequence of requests on
+  // one solver cache, as an explorer makes them (one row, some rows, all rows; one layer or
+  // several), and a few (layer, row) pairs of each are checked against the plain Dinic.
+  std::mt19937 gen(20261207);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  const int stacks = releaseOrDebug(120, 12);
+  double worst = 0.0;
+  int checked = 0;
+  for (int it = 0; it < stacks; ++it) {
+    const int layers = 3 + it % 10;
+    const int n = 8 + static_cast<int>(u(gen) * 33);
+    const double alpha = it % 5 == 0 ? 1.0 : (it % 5 == 1 ? u(gen) : 0.5);
+    const bool causal = it % 3 == 0;
+    const LayerStack A = modelLikeStack(gen, layers, n, alpha, causal);
+    attnflow::FlowSolverCache cache;
+    std::uniform_int_distribution<int> layerOf(1, layers), rowOf(0, n - 1);
+    for (int request = 0; request < 4; ++request) {
+      const std::vector<int> which = request == 3
+          ? std::vector<int>{layerOf(gen), layers, layerOf(gen)}
+          : std::vector<int>{request == 0 ? layers : layerOf(gen)};
+      const std::vector<int> rows = request == 1   ? allRows(n)
+                                    : request == 2 ? std::vector<int>{rowOf(gen), rowOf(gen), 0}
+                                                   : std::vector<int>{rowOf(gen)};
+      const std::vector<Matrix> got =
+          attnflow::attentionFlowLayers(A, which, rows, {}, {}, {}, &cache);
+      for (int pick = 0; pick < 2; ++pick) {
+        const std::size_t k = static_cast<std::size_t>(u(gen) * static_cast<double>(which.size()));
+        const auto q = static_cast<Eigen::Index>(u(gen) * static_cast<double>(rows.size()));
+        const Matrix ref =
+            attnflow::attentionFlowReference(A, which[k], {rows[static_cast<std::size_t>(q)]});
+        const double d = maxAbsDiff(got[k].row(q), ref.row(0));
+        worst = std::max(worst, d);
+        ++checked;
+        if (d > 1e-9) {
+          FAIL("mismatch " << d << " at stack " << it << " (L " << layers << ", n " << n
+                           << ", alpha " << alpha << ", causal " << causal << "), layer "
+                           << which[k] << ", row " << rows[static_cast<std::size_t>(q)]);
+        }
+      }
+    }
+  }
+  MESSAGE("model-like heads: " << checked << " (layer, row) pairs, worst difference " << worst);
+  CHECK(worst <= 1e-12);
 }
 
 TEST_CASE("attention flow: the certificate's source test is the plain max-flow's answer") {
