@@ -44,6 +44,11 @@ function checkedSourceFlags(flags, count) {
   return flags;  // withInts widens them to the int32 the binding reads
 }
 
+/** Whether rows are 0, 1, ..., n - 1: every row of a layer, in order. */
+function isEveryRowInOrder(rows, n) {
+  return rows.length === n && rows.every((row, i) => row === i);
+}
+
 function bottleneckKind(cut, layer, row, token) {
   if (cut.length === 0) return 'inner';
   if (cut.every((edge) => edge.layer === 1 && edge.to === token)) return 'sink';
@@ -115,8 +120,7 @@ export class FusedAttention {
   }
 
   compute(method, options = {}) {
-    const session = this.#live();
-    const M = this.#module;
+    this.#live();
     const resolved = resolveCompute(method, options, this);
     const { alpha, discard, layers, rows, normalize, receptiveField } = resolved;
     const n = this.numTokens;
@@ -124,7 +128,40 @@ export class FusedAttention {
     if (options.into !== undefined && !(options.into instanceof Float64Array && options.into.length === layers.length * perLayer)) {
       fail('E_OPTION', `into must be a Float64Array of ${layers.length * perLayer} values (layers x rows x tokens)`);
     }
-    const scores = withInts(M, rows, (rowsAddress) =>
+    const scores = method !== 'flow' && !(method === 'rollout' && receptiveField) && isEveryRowInOrder(rows, n)
+      ? this.#wholeLayers(method, alpha, discard, layers, options.into)
+      : this.#computeRows(method, resolved, options);
+    return new Result({
+      method, tokens: this.tokens, layers, rows, scores,
+      options: { ...this.#fusion, alpha, discard, layers, rows, normalize, receptiveField },
+    });
+  }
+
+  /**
+   * Every row of each layer, in order: each layer is one block of the session's cached matrices
+   * (the fused layers, or the full rollout), copied from there straight into the result.
+   */
+  #wholeLayers(method, alpha, discard, layers, into) {
+    const M = this.#module;
+    const session = this.#session;
+    const perLayer = this.numTokens * this.numTokens;
+    const scores = into ?? new Float64Array(layers.length * perLayer);
+    layers.forEach((layer, i) => {
+      const address = call(M, () => (method === 'raw' ? session.rawLayer(layer) : session.rolloutLayer(alpha, discard, layer)));
+      // HEAPF64 read after the call: a call that grows the memory replaces it.
+      scores.set(M.HEAPF64.subarray(address >> 3, (address >> 3) + perLayer), i * perLayer);
+    });
+    return scores;
+  }
+
+  /** The requested rows of each layer, computed into a heap buffer and copied out. */
+  #computeRows(method, resolved, options) {
+    const M = this.#module;
+    const session = this.#session;
+    const { alpha, discard, layers, rows, normalize, receptiveField } = resolved;
+    const n = this.numTokens;
+    const perLayer = rows.length * n;
+    return withInts(M, rows, (rowsAddress) =>
       withAllocation(M, layers.length * perLayer * 8, (out) => {
         if (method === 'flow') {
           const onProgress = options.onProgress
@@ -157,10 +194,6 @@ export class FusedAttention {
         options.into.set(M.HEAPF64.subarray(out >> 3, (out >> 3) + count));
         return options.into;
       }));
-    return new Result({
-      method, tokens: this.tokens, layers, rows, scores,
-      options: { ...this.#fusion, alpha, discard, layers, rows, normalize, receptiveField },
-    });
   }
 
   bottleneck(layer, row, token, options = {}) {

@@ -100,6 +100,26 @@ test('normalised flow rows sum to 1 and scale the raw flow', async () => {
   fused.dispose();
 });
 
+test('every row of a layer, read from the cached matrices (into an array or not), equals the rows asked one by one', async () => {
+  // Rows 0..n-1 in order are copied straight from the session's fused layers or full rollout;
+  // the same rows in another order go through the per-row path. Same numbers, bit for bit.
+  const n = 9;
+  const input = randomInput({ L: 3, H: 2, n, seed: 7 });
+  const fused = await FusedAttention.create(await loadAttention(input));
+  const reversed = Array.from({ length: n }, (_, i) => n - 1 - i);
+  for (const method of ['raw', 'rollout']) {
+    const whole = fused.compute(method, { layers: [3, 1], rows: 'all', alpha: 0.4 });
+    const into = new Float64Array(2 * n * n);
+    assert.equal(fused.compute(method, { layers: [3, 1], rows: 'all', alpha: 0.4, into }).scores, into);
+    assert.deepEqual(into, whole.scores);
+    const byRow = fused.compute(method, { layers: [3, 1], rows: reversed, alpha: 0.4 });
+    for (const layer of [3, 1]) {
+      for (let r = 0; r < n; r++) assert.deepEqual(whole.scoresFor(layer, r), byRow.scoresFor(layer, r), `${method} ${layer} ${r}`);
+    }
+  }
+  fused.dispose();
+});
+
 test('raw attention is the fused, row-normalised attention without residual', async () => {
   const input = randomInput({ L: 2, H: 2, n: 4, seed: 6 });
   const result = await compute(await loadAttention(input), 'raw', { layers: [1], rows: [2], heads: [1] });
