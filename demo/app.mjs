@@ -665,8 +665,9 @@ async function refresh({ all = false, keepRunning = false, gen = 0, focus = null
     const missing = s.targets.filter((t) => !results.flow.complete(t, summary.numLayers));
     if (missing.length) {
       busy('Flow for every layer…');
-      // Not the layers these rows already have (the selected one, from the first step): it is the
-      // costliest when it is the last (at L=24, n=512 about 80 of the 1.7 s of this step).
+      // Not the layers these rows already have (the selected one, from the first step): the last
+      // layer is the costliest (at L=24, n=512 its one-row flow is ~75 ms of this step's 1.4-1.7
+      // s, more when its solver, which the cache holds one of at that size, must be rebuilt).
       const layers = Array.from({ length: summary.numLayers }, (_, k) => k + 1)
         .filter((l) => missing.some((t) => !results.flow.has(l, t)));
       const r = await client.compute('flow', { ...computeOptions(s), layers, rows: missing, onProgress: onProgress('Flow, every layer') });
