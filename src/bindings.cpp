@@ -148,8 +148,7 @@ class Session {
           copyOut(attnflow::rolloutRows(a, layer, rowList), out);
           return;
         }
-        if (!rolloutAll_) rolloutAll_ = attnflow::rolloutAll(a);
-        copyRowsOut(rolloutAll_->at(static_cast<std::size_t>(layer - 1)), rowList, out);
+        copyRowsOut(fullRollout(alpha, discard).at(static_cast<std::size_t>(layer - 1)), rowList, out);
         return;
       }
       attnflow::Matrix ratio;
@@ -179,9 +178,8 @@ class Session {
   /// the next call.
   std::uintptr_t rolloutLayer(double alpha, double discard, int layer) {
     return guarded([&] {
-      const attnflow::LayerStack& a = mixed(alpha, discard);  // first: drops stale rollouts
-      if (!rolloutAll_) rolloutAll_ = attnflow::rolloutAll(a);
-      return reinterpret_cast<std::uintptr_t>(rolloutAll_->at(static_cast<std::size_t>(layer - 1)).data());
+      return reinterpret_cast<std::uintptr_t>(
+          fullRollout(alpha, discard).at(static_cast<std::size_t>(layer - 1)).data());
     });
   }
 
@@ -349,6 +347,13 @@ class Session {
       receptiveRolloutAll_.reset();
     }
     return *mixed_;
+  }
+
+  /// R[1..L] of mixed(alpha, discard), cached with it.
+  const attnflow::LayerStack& fullRollout(double alpha, double discard) {
+    const attnflow::LayerStack& a = mixed(alpha, discard);  // first: drops a stale rollout
+    if (!rolloutAll_) rolloutAll_ = attnflow::rolloutAll(a);
+    return *rolloutAll_;
   }
 
   /// uniformOverMask(fused, alpha), cached (it does not depend on discard).
