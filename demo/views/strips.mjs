@@ -7,9 +7,14 @@ import { cellShown, fmt, ranks, showToken, tokenLabel } from '../../web/view/lab
 import { color, legendGroup, textColor } from '../colors.mjs';
 import { METHOD_LABEL, METHOD_NOTE, paint, scaler, legendRange } from './common.mjs';
 
+/** Cells built per step: a strip of 512 tokens took 15-17 ms to build on the 2-vCPU VMs measured,
+ * and 52-70 ms in their slow spells, over the 50 ms of a long task; half a strip stays under it. */
+const CELLS_PER_STEP = 256;
+
 /**
- * Draws the strips a strip per step (a generator: the caller yields to the browser between steps,
- * so 512-token strips are three tasks and three frames, not one long task and one long frame).
+ * Draws the strips a part per step (a generator: the caller yields to the browser between steps,
+ * so three 512-token strips are six tasks, each strip placed once whole, not one long task and
+ * one long frame).
  * @param {HTMLElement} root
  * @param {{tokens: string[], layer: number, targets: number[], methods: string[],
  *          results: Record<string, import('../../web/client.mjs').WorkerResult>, scale: string,
@@ -29,7 +34,9 @@ export function* renderStrips(root, p) {
       // Exact ties at the top are common for flow (scores decided by the same cut): say so.
       const ties = rank.filter((r) => r === 1).length;
       const cells = h('div', { class: 'strip-cells', role: 'group', 'aria-label': `${METHOD_LABEL[method]}, layer ${layer}, target ${target}` });
-      values.forEach((v, i) => {
+      for (let i = 0; i < values.length; i++) {
+        if (i > 0 && i % CELLS_PER_STEP === 0) yield;  // the strip is placed whole, below
+        const v = values[i];
         const shown = cellShown(tokens[i]);
         const cell = h('button', {
           type: 'button',
@@ -48,7 +55,7 @@ export function* renderStrips(root, p) {
         }, tokens[i]);
         paint(cell, norm(v));
         cells.append(cell);
-      });
+      }
       placeChild(root, k - 1, h('div', { class: 'strip', 'data-method': method }, [
         h('div', { class: 'strip-label' }, [
           h('span', { class: `method-name m-${method}` }, METHOD_LABEL[method]),
