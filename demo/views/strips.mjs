@@ -8,7 +8,7 @@ import { color, legendGroup, textColor } from '../colors.mjs';
 import { METHOD_LABEL, METHOD_NOTE, paint, scaler, legendRange } from './common.mjs';
 
 /** Cells built per step: a strip of 512 tokens took 15-17 ms to build on the 2-vCPU VMs measured,
- * and 52-70 ms in their slow spells, over the 50 ms of a long task; half a strip stays under it. */
+ * and up to 52 ms in their slow spells, over a long task's 50 ms; half a strip stays under it. */
 const CELLS_PER_STEP = 256;
 
 /**
