@@ -9,7 +9,7 @@ import { parseArgs } from 'node:util';
 import { setFlagsFromString } from 'node:v8';
 import { AttnflowError, FusedAttention, init, loadAttention } from './index.mjs';
 import { openAttentionFile } from './node.mjs';
-import { DEFAULTS, METHODS, parseListOption } from './options.mjs';
+import { DEFAULTS, METHODS, checkWorkerCount, parseListOption } from './options.mjs';
 import { fail } from './errors.mjs';
 
 const USAGE = `usage: attnflow <raw|rollout|flow> FILE|- [options]
@@ -31,7 +31,8 @@ options:
   --receptive-field        rollout/flow: divide by the scores of uniform attention over the
                            mask (for causal models: removes the advantage of early tokens)
   --batch B                batch item of a Hugging Face [L][B][H][n][n] layout (default 0)
-  --workers N              flow: split the work over N worker threads (same results)
+  --workers N              flow: split the work over N worker threads (same results; one
+                           row at one layer is one unit of work and runs in this thread)
   --timing                 print {"load_ms", "compute_ms"} as one JSON line on stderr: load is
                            reading, fusing heads and building the graph (the residual mix)
   -h, --help               show this help`;
@@ -93,6 +94,7 @@ function parseCommandLine(argv) {
   };
   const batch = values.batch === undefined ? undefined : number('batch', values.batch);
   const workers = values.workers === undefined ? undefined : number('workers', values.workers);
+  if (workers !== undefined) checkWorkerCount(workers);
   return { method, file, options, batch, workers, timing: Boolean(values.timing) };
 }
 
@@ -152,6 +154,16 @@ function preparation(command) {
   return { alpha, discard, rows, layer: singleFlowLayer(command) };
 }
 
+/**
+ * Whether a pool of workers can share the request: a flow of more than one (row, layer). A pool
+ * runs one (row, layer) whole on one worker, and raw and rollout too, so for those it would only
+ * add its start-up and messages to the same computation (the same numbers either way).
+ */
+function splitsOverWorkers(command) {
+  const { rows = DEFAULTS.rows } = command.options;
+  return command.method === 'flow' && !(singleFlowLayer(command) && Array.isArray(rows) && rows.length === 1);
+}
+
 async function main() {
   const command = parseCommandLine(process.argv.slice(2));
   if (command.help) {
@@ -160,13 +172,11 @@ async function main() {
   }
   const started = performance.now();
   const name = command.file === '-' ? 'stdin' : basename(command.file);
-  if (command.workers !== undefined) {
+  if (command.workers !== undefined && splitsOverWorkers(command)) {
     // Each worker reads the file (a layer at a time) and fuses the heads itself (web/parallel.mjs).
     const input = command.file === '-' ? { bytes: await readStdin() } : { path: command.file };
     const { ParallelAttention } = await import('./parallel.mjs');
-    // Flow only: raw and rollout run whole on one worker, so the others would build it for nothing.
-    const prepare = command.method !== 'flow' ? null : preparation(command);
-    const pool = await ParallelAttention.open({ ...input, name, batch: command.batch }, { ...command.options, workers: command.workers, prepare });
+    const pool = await ParallelAttention.open({ ...input, name, batch: command.batch }, { ...command.options, workers: command.workers, prepare: preparation(command) });
     try {
       for (const warning of pool.warnings) process.stderr.write(`attnflow: warning: ${warning}\n`);
       const loaded = performance.now();

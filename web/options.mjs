@@ -24,6 +24,13 @@ function checkIndexList(name, list, lowest, highest, what) {
   return [...list];
 }
 
+/** Throws E_OPTION unless `count` is a number of workers a pool can have (1 to 64). */
+export function checkWorkerCount(count) {
+  if (!Number.isInteger(count) || count < 1 || count > 64) {
+    fail('E_OPTION', `workers must be an integer from 1 to 64 (got ${shown(count)})`);
+  }
+}
+
 /** Options left out (undefined) are {}; anything else but an object is refused. */
 function checkOptionsObject(options) {
   if (options === null || typeof options !== 'object') {

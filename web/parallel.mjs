@@ -39,8 +39,8 @@
 // - one row and several layers: one task per layer, deepest first, to whichever worker is idle.
 // Cancel (AbortSignal, or onProgress returning false) terminates the workers: a flow is one
 // synchronous WebAssembly call that cannot be interrupted from outside its thread.
-import { AttnflowError, fail, shown } from './errors.mjs';
-import { checkCallOptions, resolveCompute } from './options.mjs';
+import { AttnflowError, fail } from './errors.mjs';
+import { checkCallOptions, checkWorkerCount, resolveCompute } from './options.mjs';
 import { Result } from './result.mjs';
 
 const IS_NODE = typeof process === 'object' && typeof process.versions?.node === 'string';
@@ -240,9 +240,7 @@ export class ParallelAttention {
   static async open(input, options = {}) {
     if (!input || typeof input !== 'object') fail('E_INPUT', 'input must be {bytes or path, name?, batch?, tokens?}');
     const count = options.workers ?? await defaultWorkers();
-    if (!Number.isInteger(count) || count < 1 || count > 64) {
-      fail('E_OPTION', `workers must be an integer from 1 to 64 (got ${shown(options.workers)})`);
-    }
+    checkWorkerCount(count);
     checkCallOptions(options);
     const { signal } = options;
     if (signal?.aborted) throw cancelled();

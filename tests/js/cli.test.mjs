@@ -10,8 +10,8 @@ import { fileURLToPath } from 'node:url';
 const CLI = fileURLToPath(new URL('../../web/cli.mjs', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'attnflow-cli-'));
 
-function run(args, input) {
-  const result = spawnSync(process.execPath, [CLI, ...args], { input, encoding: 'utf8' });
+function run(args, input, nodeFlags = []) {
+  const result = spawnSync(process.execPath, [...nodeFlags, CLI, ...args], { input, encoding: 'utf8' });
   return { code: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 
@@ -82,9 +82,21 @@ test('--workers splits the flow over worker threads and prints exactly the one-t
     assert.equal(split.stdout, one.stdout, `--workers ${workers}`);
     assert.deepEqual(Object.keys(JSON.parse(split.stderr.trim().split('\n').at(-1))), ['load_ms', 'compute_ms']);
   }
-  const bad = run(['flow', input, '--workers', '0']);
-  assert.equal(bad.code, 2);
-  assert.match(bad.stderr, /^attnflow: .*workers/);
+  // One (row, layer) is one unit of work, computed in this thread: the same output, and the same
+  // check of --workers. Node's permission model without --allow-worker refuses to start a worker,
+  // so these runs would fail if the CLI started the pool.
+  const noWorkers = ['--experimental-permission', '--allow-fs-read=*', '--no-warnings'];
+  for (const request of [['--rows', '3'], ['--rows', '3', '--layers', '2']]) {
+    const single = run(['flow', input, ...request, '--workers', '2'], undefined, noWorkers);
+    assert.equal(single.code, 0, single.stderr);
+    assert.equal(single.stdout, run(['flow', input, ...request]).stdout, request.join(' '));
+  }
+  assert.notEqual(run(['flow', input, '--rows', '3,4', '--workers', '2'], undefined, noWorkers).code, 0);
+  for (const request of [[], ['--rows', '3']]) {
+    const bad = run(['flow', input, ...request, '--workers', '0']);
+    assert.equal(bad.code, 2);
+    assert.equal(bad.stderr, 'attnflow: workers must be an integer from 1 to 64 (got 0)\n');
+  }
   // With workers the file is read straight into shared memory (web/cli.mjs): the same errors.
   const missing = run(['flow', join(dir, 'missing.json'), '--workers', '2']);
   assert.equal(missing.code, 2);
