@@ -84,8 +84,9 @@ test('--workers splits the flow over worker threads and prints exactly the one-t
   }
   // One (row, layer) is one unit of work, computed in this thread: the same output, and the same
   // check of --workers. Node's permission model without --allow-worker refuses to start a worker,
-  // so these runs would fail if the CLI started the pool.
-  const noWorkers = ['--experimental-permission', '--allow-fs-read=*', '--no-warnings'];
+  // so these runs would fail if the CLI started the pool (Node 22.13+ calls the model --permission).
+  const permission = process.allowedNodeEnvironmentFlags.has('--permission') ? '--permission' : '--experimental-permission';
+  const noWorkers = [permission, '--allow-fs-read=*', '--no-warnings'];
   for (const request of [['--rows', '3'], ['--rows', '3', '--layers', '2']]) {
     const single = run(['flow', input, ...request, '--workers', '2'], undefined, noWorkers);
     assert.equal(single.code, 0, single.stderr);
