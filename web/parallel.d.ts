@@ -64,7 +64,10 @@ export interface ParallelComputeOptions extends ComputeOptions {
  * rollout run whole on one worker. Computations on one pool run one after another.
  */
 export class ParallelAttention {
-  /** Rejects with the loader's AttnflowError (same code and message) for a bad input. */
+  /**
+   * Rejects with the loader's AttnflowError (same code and message) for a bad input, and with
+   * E_OPTION where no worker can be started (e.g. Node's permission model without --allow-worker).
+   */
   static open(input: ParallelInput, options?: ParallelOpenOptions): Promise<ParallelAttention>;
   readonly tokens: string[];
   readonly numLayers: number;

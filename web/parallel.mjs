@@ -235,7 +235,8 @@ export class ParallelAttention {
 
   /**
    * Starts the workers and has each load `input.bytes` or `input.path` and fuse the heads. Rejects with the
-   * loader's AttnflowError (same code and message) if the input is bad.
+   * loader's AttnflowError (same code and message) if the input is bad, and with E_OPTION if a
+   * worker cannot be started here.
    */
   static async open(input, options = {}) {
     if (!input || typeof input !== 'object') fail('E_INPUT', 'input must be {bytes or path, name?, batch?, tokens?}');
@@ -304,7 +305,7 @@ export class ParallelAttention {
               type: 'load', ...message, name: input.name, batch: input.batch, tokens: input.tokens, ...fusion,
               prepare, peers: peers[w], counter,
             }, [...transfer, ...peers[w].filter(Boolean)]);
-          }, (error) => finish(error));
+          }, (error) => finish(new AttnflowError('E_OPTION', `cannot start a worker here: ${error?.message ?? error}`)));
         }
       });
     } finally {

@@ -92,7 +92,9 @@ test('--workers splits the flow over worker threads and prints exactly the one-t
     assert.equal(single.code, 0, single.stderr);
     assert.equal(single.stdout, run(['flow', input, ...request]).stdout, request.join(' '));
   }
-  assert.notEqual(run(['flow', input, '--rows', '3,4', '--workers', '2'], undefined, noWorkers).code, 0);
+  const refused = run(['flow', input, '--rows', '3,4', '--workers', '2'], undefined, noWorkers);
+  assert.equal(refused.code, 2);
+  assert.match(refused.stderr, /^attnflow: cannot start a worker here: .+\n$/);
   for (const request of [[], ['--rows', '3']]) {
     const bad = run(['flow', input, ...request, '--workers', '0']);
     assert.equal(bad.code, 2);
