@@ -25,6 +25,7 @@ import { ParallelAttention } from '../web/parallel.mjs';
 import { plainFlowPairs } from './peers/plain_dinic.mjs';
 import { mulberry32, mixedLayers, npyHeader, SPEC_VERSION, writeSyntheticNpy } from './synthetic.mjs';
 import { nativeBench } from './native.mjs';
+import { coreShare } from './core-share.mjs';
 
 // Compile the module with V8's optimising tier up front, as the CLI does (web/cli.mjs), in this
 // thread and in the pool's workers (V8 flags are per process). Otherwise a worker, which has run
@@ -130,8 +131,12 @@ async function ensureInput(shape, causal, profile = 'flat') {
 const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 /** The round (a timeRepeated result) with the smallest median. */
 const bestRound = (rounds) => rounds.reduce((a, b) => (b.seconds < a.seconds ? b : a));
-/** Every round's median and every run, for the JSON record. */
-const roundsRecord = (rounds) => ({ round_seconds: rounds.map((t) => t.seconds), runs: rounds.flatMap((t) => t.runs) });
+/** Every round's median and every run, for the JSON record, and the core probe before each round
+ * where it was taken (see timeRepeated). */
+const roundsRecord = (rounds) => ({
+  round_seconds: rounds.map((t) => t.seconds), runs: rounds.flatMap((t) => t.runs),
+  round_core_probe_ms: rounds.some((t) => t.coreProbeMs) ? rounds.map((t) => t.coreProbeMs ?? null) : undefined,
+});
 /** The {load_ms, compute_ms} line the CLI prints on stderr with --timing, or undefined. */
 const timingLine = (stderr) => stderr.split('\n').map((line) => { try { return JSON.parse(line); } catch { return null; } }).find((v) => v && 'compute_ms' in v);
 
@@ -139,15 +144,17 @@ const timingLine = (stderr) => stderr.split('\n').map((line) => { try { return J
  * Runs `body` once as a warm-up, then repeats; returns {seconds (median), runs, last}. Short runs
  * are repeated for about half a second (up to 51 times): on this VM one run of a few ms varies by
  * +-25%, and 5 of them left the 2-worker ratios of such runs to chance. `setup`, if given, runs
- * before every call of `body`, untimed.
+ * before every call of `body`, untimed. With `probe`, the core probe (bench/core-share.mjs) is
+ * taken first, in this thread, and returned as coreProbeMs.
  */
-async function timeRepeated(body, setup = () => {}) {
+async function timeRepeated(body, setup = () => {}, { probe = false } = {}) {
+  const coreProbeMs = probe ? coreShare().throughput_ms : undefined;
   setup();
   let started = performance.now();
   let last = await body();
   const warm = (performance.now() - started) / 1000;
   const repeats = warm > 10 ? 0 : warm > 1 ? 3 : Math.min(51, Math.max(5, 2 * Math.floor(0.25 / warm) + 1));
-  if (repeats === 0) return { seconds: warm, runs: [warm], last, note: 'one run (no warm-up: > 10 s)' };
+  if (repeats === 0) return { seconds: warm, runs: [warm], last, coreProbeMs, note: 'one run (no warm-up: > 10 s)' };
   const runs = [];
   for (let k = 0; k < repeats; k++) {
     setup();
@@ -155,7 +162,7 @@ async function timeRepeated(body, setup = () => {}) {
     last = await body();
     runs.push((performance.now() - started) / 1000);
   }
-  return { seconds: median(runs), runs, last };
+  return { seconds: median(runs), runs, last, coreProbeMs };
 }
 
 /**
@@ -339,7 +346,7 @@ async function flowCase(c, native) {
   for (let round = 0; round < rounds; round++) {
     if (round === 1 && performance.now() - roundsStarted < SHORT_ROUND_SECONDS * 1000) rounds = SHORT_ROUND_ROUNDS;
     log(`${c.id}: attnflow WASM (${total} max-flows), round ${round + 1} of ${rounds}`);
-    timed.wasm.push(await timeRepeated(() => input.fused.compute('flow', options)));
+    timed.wasm.push(await timeRepeated(() => input.fused.compute('flow', options), undefined, { probe: true }));
     if (pool && rows.length > 1) {
       log(`${c.id}: attnflow WASM, 2 workers (${pool.balance} balance), round ${round + 1}`);
       timed.pool.push(await timeRepeated(() => pool.compute('flow', options)));
@@ -354,7 +361,7 @@ async function flowCase(c, native) {
   }
   const wasm = bestRound(timed.wasm);
   const values = timed.wasm.at(-1).last.scores;
-  const attn = { ...common, impl: 'attnflow-wasm', seconds: wasm.seconds, ...roundsRecord(timed.wasm), note: wasm.note };
+  const attn = { ...common, impl: 'attnflow-wasm', seconds: wasm.seconds, ...roundsRecord(timed.wasm), core_probe_ms: wasm.coreProbeMs, note: wasm.note };
   if (c.targetMs) Object.assign(attn, { target_seconds: c.targetMs / 1000, met: wasm.seconds <= c.targetMs / 1000 });
   if (c.base) {
     // The target is a ratio to the base case (alpha 0.5, not causal): measured in pairs of calls.
@@ -504,7 +511,7 @@ async function rolloutCases() {
     // block by up to 100 ms; every block's median is in round_seconds.
     const rounds = [];
     for (let k = 0; k < ROUNDS; k++) {
-      rounds.push(await timeRepeated(() => input.fused.compute('rollout', { layers: 'all', rows: 'all' }), invalidate));
+      rounds.push(await timeRepeated(() => input.fused.compute('rollout', { layers: 'all', rows: 'all' }), invalidate, { probe: true }));
     }
     const all = bestRound(rounds);
     const attention = new Float32Array(readFileSync(path).buffer.slice(npyHeader([shape.layers, shape.heads, n, n]).length));
@@ -515,7 +522,7 @@ async function rolloutCases() {
         diff = Math.max(diff, maxAbsDiff(all.last.scoresFor(layer, row), rolloutRowReference(mixed, n, layer, row)));
       }
     }
-    record({ case: 'rollout-all-L24-n512', what: 'rollout, all layers and rows, L=24,H=16,n=512', impl: 'attnflow-wasm', seconds: all.seconds, ...roundsRecord(rounds), target_seconds: 0.35, met: all.seconds <= 0.35, max_abs_diff_vs_float64: diff });
+    record({ case: 'rollout-all-L24-n512', what: 'rollout, all layers and rows, L=24,H=16,n=512', impl: 'attnflow-wasm', seconds: all.seconds, ...roundsRecord(rounds), core_probe_ms: all.coreProbeMs, target_seconds: 0.35, met: all.seconds <= 0.35, max_abs_diff_vs_float64: diff });
 
     log('rollout-all-L24-n512: naive JS rollout (one product, extrapolated)');
     const started = performance.now();
@@ -565,7 +572,9 @@ async function cliRowCases() {
     const path = await ensureInput(BERT_BASE_12, false, profile);
     log(`${id}: attnflow CLI, ${CLI_PROCESSES} processes`);
     const runs = [];
+    const probes = [];
     for (let k = 0; k < CLI_PROCESSES; k++) {
+      probes.push(coreShare().throughput_ms);  // on this process's vCPU, which the child may not get
       const run = await runProcess(process.execPath, [join(ROOT, 'web', 'cli.mjs'), 'flow', path, '--rows', '0', '--timing'], { stdout: 'pipe' });
       const timing = timingLine(run.stderr);
       if (run.code !== 0 || !timing) {
@@ -580,6 +589,7 @@ async function cliRowCases() {
     record({
       case: id, what: `one target row, L=12,H=12,n=128${PROFILE_WHAT[profile]}: CLI --rows 0 --timing, one call per process`,
       impl: 'attnflow-cli-cold', seconds: median(compute), runs: compute, load_seconds: median(runs.map((t) => t.load_ms / 1000)),
+      core_probe_ms_runs: probes,
       target_seconds: 0.01, met: Math.max(...compute) < 0.01,
     });
   }
@@ -690,6 +700,7 @@ async function machine() {
     nproc: os.availableParallelism?.() ?? os.cpus().length, cpu, memory_gb: +(os.totalmem() / 2 ** 30).toFixed(1),
     node: process.version, emscripten: em?.stdout.split('\n')[0].match(/\d+\.\d+\.\d+/)?.[0] ?? null,
     scipy, networkx, numpy, load_average: os.loadavg().map((x) => +x.toFixed(2)),
+    core_probe_at_start: coreShare(),
   };
 }
 
@@ -707,8 +718,12 @@ const sci = (x) => (x === null || x === undefined ? '-' : x === 0 ? '0' : x.toEx
 function table(info) {
   const lines = [];
   lines.push(`machine: ${info.nproc} CPUs (${info.cpu}), ${info.memory_gb} GB, Node ${info.node}, Emscripten ${info.emscripten}, scipy ${info.scipy}, networkx ${info.networkx}; load average at start ${info.load_average.join(' ')}`);
+  const probes = records.flatMap((r) => [...(r.round_core_probe_ms ?? []), ...(r.core_probe_ms_runs ?? [])]).filter((x) => x);
+  if (probes.length) {
+    lines.push(`core probe (bench/core-share.mjs: ms of a loop of independent integer operations, taken before each one-thread round; about 2x its fastest while the vCPU shares its core): fastest ${Math.min(...probes)} ms, median ${median(probes)} ms, slowest ${Math.max(...probes)} ms; the table gives it for each case's best round`);
+  }
   lines.push('');
-  const head = ['case', 'attnflow WASM', 'target', 'met', '2 workers (speedup)', '2 workers, rows dealt ahead', 'native (WASM/native)', 'plain JS Dinic; naive JS', 'scipy Dinic; numpy', 'networkx (authors)', 'max |diff| JS / scipy'];
+  const head = ['case', 'attnflow WASM', 'core probe', 'target', 'met', '2 workers (speedup)', '2 workers, rows dealt ahead', 'native (WASM/native)', 'plain JS Dinic; naive JS', 'scipy Dinic; numpy', 'networkx (authors)', 'max |diff| JS / scipy'];
   const rows = [head];
   const cases = [...new Set(records.filter((r) => r.impl === 'attnflow-wasm').map((r) => r.case))];
   for (const id of cases) {
@@ -740,7 +755,7 @@ function table(info) {
     const diffs = id.startsWith('rollout') ? (wasm.max_abs_diff_vs_float64 !== undefined ? `vs f64: ${sci(wasm.max_abs_diff_vs_float64)}` : '')
       : `${sci(get('plain-js-dinic')?.max_abs_diff_vs_attnflow)} / ${sci(get('scipy-dinic')?.max_abs_diff_vs_attnflow)}`;
     rows.push([
-      id, fmt(wasm.seconds), target, met,
+      id, fmt(wasm.seconds), wasm.core_probe_ms ? `${wasm.core_probe_ms} ms` : '-', target, met,
       speedup(par), speedup(parStatic),
       nat ? (nat.wasm_over_native_paired === undefined ? `${fmt(nat.seconds)} (${ratio(nat.wasm_over_native)}${nat.met ? '' : ', > 1.5x'})`
         : `${fmt(nat.seconds)} (${ratio(nat.wasm_over_native_paired)} paired${nat.met ? '' : ', > 1.5x'}; ${ratio(nat.wasm_over_native)} best rounds)`) : '',
@@ -757,7 +772,7 @@ function table(info) {
     lines.push('');
     for (const r of big) {
       if (r.seconds === null) lines.push(`${r.case}: ${r.note}`);
-      else if (r.impl === 'attnflow-cli-cold') lines.push(`${r.case}: ${r.what}: compute median ${fmt(r.seconds)} (${r.runs.map((x) => (x * 1000).toFixed(1)).join(', ')} ms), load ${fmt(r.load_seconds)}; every call < 10 ms: ${r.met ? 'yes' : 'NO'}`);
+      else if (r.impl === 'attnflow-cli-cold') lines.push(`${r.case}: ${r.what}: compute median ${fmt(r.seconds)} (${r.runs.map((x) => (x * 1000).toFixed(1)).join(', ')} ms), load ${fmt(r.load_seconds)}; every call < 10 ms: ${r.met ? 'yes' : 'NO'}${r.core_probe_ms_runs ? `; core probe before each: ${r.core_probe_ms_runs.join(', ')} ms` : ''}`);
       else if (r.impl === 'attnflow-cli') lines.push(`${r.case}: ${r.what}: load ${fmt(r.load_seconds)}, compute ${fmt(r.seconds)}, wall ${fmt(r.wall_seconds)}, peak RSS ${r.peak_rss_mb?.toFixed(0)} MB`);
       else lines.push(`${r.case}: ${r.what}: ${fmt(r.seconds)}, ${r.longest_task_ms > 0 ? `longest main-thread task ${r.longest_task_ms.toFixed(0)} ms` : 'no main-thread task of 50 ms or more (the Long Tasks API reports no shorter ones)'}, largest Chromium peak RSS ${r.peak_rss_mb.toFixed(0)} MB, flow max |diff| vs the CLI ${sci(r.max_abs_diff_vs_cli)}, page errors ${r.page_errors.length}`);
     }
