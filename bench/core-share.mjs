@@ -6,7 +6,7 @@
 // Why the benchmark measures it: on the 2-vCPU VMs measured, each vCPU has spells of seconds to
 // minutes in which code that issues several instructions a cycle runs up to 2x slower while the
 // dependent chain keeps its speed: the signature of a hyperthread sharing its core with a busy
-// sibling (another guest's), not of a lower clock. The flow solver runs ~3 instructions a cycle
+// sibling (another guest's), not of a lower clock. The flow solver runs 3-4 instructions a cycle
 // (valgrind's count against its time) and slows by up to 1.6x in those spells (bench/README.md,
 // Findings); a row of the table says in which state it was measured.
 
