@@ -13,10 +13,11 @@ const started = performance.now();
 // A CLI run is one-shot: compile up front, in load_ms, what V8 would otherwise compile during the
 // computation. The WebAssembly module with the optimising tier, not in baseline code while V8
 // tiers up lazily (init() compiles it, so these flags must come first); and the package's
-// JavaScript, whose functions V8 would compile at their first call: about 1 ms of a fresh
-// process's first flow call (row 0 of the flat L=12, n=128 input: 4.1 against 5.0 ms, medians of
-// 10 processes each, alternating). A module's functions are compiled eagerly only if the flag is
-// set when the module is parsed, hence the dynamic imports.
+// JavaScript, whose functions V8 would compile at their first call: ~0.8 ms of a fresh process's
+// first flow call (a 3-token flow: 0.80-1.40 ms before, 0.22-0.60 ms after; row 0 of the flat
+// L=12, n=128 input: medians 5.0 and 4.1 ms; 10 processes each, alternating). A module's
+// functions are compiled eagerly only if the flag is set when the module is parsed, hence the
+// dynamic imports.
 setFlagsFromString('--no-lazy');
 setFlagsFromString('--no-liftoff');
 setFlagsFromString('--no-wasm-lazy-compilation');
