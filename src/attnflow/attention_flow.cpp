@@ -617,6 +617,10 @@ class LayeredFlowT final : public LayeredFlow {
     return w * 64 + __builtin_ctzll(m);
   }
   std::size_t rowIndex(int t, int i) const { return (uz(t) * uz(n_) + uz(i)) * uz(words()); }
+  // Row i of a per-node bitset given its layer's first row (as the hot loops hold it).
+  std::uint64_t* rowIn(std::uint64_t* layerRows, int i) const {
+    return layerRows + uz(i) * uz(words());
+  }
   std::uint64_t* adjacencyRow(int t, int i) { return adjacency_.data() + rowIndex(t, i); }
   // Arcs (t, i) -> (t+1, k) with residual capacity > kEps.
   std::uint64_t* residualRow(int t, int i) { return residual_.data() + rowIndex(t, i); }
@@ -932,7 +936,7 @@ class LayeredFlowT final : public LayeredFlow {
       e -= x;
       parentExcess[uz(p)] += x;
       set(parentBits, p);
-      syncArcBits(cap[arc], fp, residualOfLayer + uz(p) * uz(words()), i, parents, p);
+      syncArcBits(cap[arc], fp, rowIn(residualOfLayer, p), i, parents, p);
     };
     for (int w = 0; w < words() && e > 0.0; ++w) {
       std::uint64_t bits = parents[w];
@@ -971,7 +975,7 @@ class LayeredFlowT final : public LayeredFlow {
       const double x = std::min(std::min(left, cap[k] - f[k]), room);
       if (x > 0.0) {
         f[k] += x;
-        syncArcBits(cap[k], f[k], res, k, upOfLayer + uz(k) * uz(words()), i);
+        syncArcBits(cap[k], f[k], res, k, rowIn(upOfLayer, k), i);
         ft_[uz(k)] += x;
         left -= x;
       }
@@ -1000,7 +1004,7 @@ class LayeredFlowT final : public LayeredFlow {
       const double got = passDown(t + 1, k, offer);
       if (got > 0.0) {
         f[k] += got;
-        syncArcBits(cap[k], f[k], res, k, upOfLayer + uz(k) * uz(words()), i);
+        syncArcBits(cap[k], f[k], res, k, rowIn(upOfLayer, k), i);
         left -= got;
       }
       if (offer - got > kEps) clear(below, k);
@@ -1066,7 +1070,7 @@ class LayeredFlowT final : public LayeredFlow {
                 forEachBoth(res, below, [&](int k) {
                   const double x = std::min(e, cap[k] - f[k]);
                   f[k] += x;
-                  syncArcBits(cap[k], f[k], res, k, upOfLayer + uz(k) * uz(words()), i);
+                  syncArcBits(cap[k], f[k], res, k, rowIn(upOfLayer, k), i);
                   exBelow[uz(k)] += x;
                   set(heldBelow, k);
                   e -= x;
