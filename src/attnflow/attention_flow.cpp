@@ -988,29 +988,48 @@ class LayeredFlowT final : public LayeredFlow {
   // Passes up to `amount` from node (t, i) down to the leaves at once, depth first: each live
   // child is offered what the arc has room for and passes on what it can at once; a child that
   // passes less is dead for the phase-1 levels (every arc from it to a live child is full or the
-  // child is dead). Returns how much went.
+  // child is dead). Returns how much went. Only the wave calls it, from the layers
+  // depth_ - depthFirstLayers_ .. depth_ - 3, so the node is at most kDepthFirstLayers - 2 layers
+  // above those that pass straight to the leaves.
   double passDown(int t, int i, double amount) {
-    if (t + 2 == depth_) return passToLeaves(t, i, amount);
-    if (amount <= kEps) return 0.0;
-    std::uint64_t* res = residualRow(t, i);
-    std::uint64_t* upOfLayer = upRow(t, 0);
-    std::uint64_t* below = levelSet(t + 2) + uz(t + 1) * uz(words());
-    const double* cap = mats_[uz(t)] + uz(i) * uz(n_);
-    double* f = flowMat(t) + uz(i) * uz(n_);
-    touch(t * n_ + i);
-    double left = amount;
-    forEachBoth(res, below, [&](int k) {
-      const double offer = std::min(left, cap[k] - f[k]);
-      const double got = passDown(t + 1, k, offer);
-      if (got > 0.0) {
-        f[k] += got;
-        syncArcBits(cap[k], f[k], res, k, rowIn(upOfLayer, k), i);
-        left -= got;
-      }
-      if (offer - got > kEps) clear(below, k);
-      return left > kEps;
-    });
-    return amount - left;
+    static_assert(kDepthFirstLayers - 2 == 3 && kDepthFirstLayersCausal <= kDepthFirstLayers);
+    switch (depth_ - 2 - t) {
+      case 1: return passDownFrom<1>(t, i, amount);
+      case 2: return passDownFrom<2>(t, i, amount);
+      default: return passDownFrom<3>(t, i, amount);
+    }
+  }
+
+  // passDown() from a node kHeight layers above the layer that passes to the leaves: one
+  // function per height, each inlined into the one above, so that a push-down runs as nested
+  // loops rather than a call per node. As a recursive function it made a call for each of the
+  // ~1,350 nodes a sink's push-downs visit (row 0 of the last layer at L=12, n=128, real rows).
+  template <int kHeight>
+  ATTNFLOW_HOT double passDownFrom(int t, int i, double amount) {
+    if constexpr (kHeight == 0) {
+      return passToLeaves(t, i, amount);
+    } else {
+      if (amount <= kEps) return 0.0;
+      std::uint64_t* res = residualRow(t, i);
+      std::uint64_t* upOfLayer = upRow(t, 0);
+      std::uint64_t* below = levelSet(t + 2) + uz(t + 1) * uz(words());
+      const double* cap = mats_[uz(t)] + uz(i) * uz(n_);
+      double* f = flowMat(t) + uz(i) * uz(n_);
+      touch(t * n_ + i);
+      double left = amount;
+      forEachBoth(res, below, [&](int k) {
+        const double offer = std::min(left, cap[k] - f[k]);
+        const double got = passDownFrom<kHeight - 1>(t + 1, k, offer);
+        if (got > 0.0) {
+          f[k] += got;
+          syncArcBits(cap[k], f[k], res, k, rowIn(upOfLayer, k), i);
+          left -= got;
+        }
+        if (offer - got > kEps) clear(below, k);
+        return left > kEps;
+      });
+      return amount - left;
+    }
   }
 
   // Pushes the excess held at layer t0 (excess_), at most `allow` of it, down to T on the phase-1
