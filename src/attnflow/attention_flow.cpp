@@ -673,6 +673,21 @@ class LayeredFlowT final : public LayeredFlow {
       clear(up, i);
     }
   }
+  // syncArcBits() after the flow of an arc with residual > kEps (its residual bit set) grew: only
+  // the changes that can follow are made (the residual bit cleared if it filled, the flow bit
+  // set), which spares the hot loops a write per arc they fill part of.
+  ATTNFLOW_HOT static void syncGrownArcBits(double cap, double f, std::uint64_t* residual, int k,
+                                            std::uint64_t* up, int i) {
+    if (cap - f <= kEps) clear(residual, k);
+    if (f > kEps) set(up, i);
+  }
+  // syncArcBits() after an arc's flow shrank: its residual can only have grown, its flow only
+  // have dropped to kEps or below.
+  ATTNFLOW_HOT static void syncShrunkArcBits(double cap, double f, std::uint64_t* residual, int k,
+                                             std::uint64_t* up, int i) {
+    if (cap - f > kEps) set(residual, k);
+    if (f <= kEps) clear(up, i);
+  }
 
   // inCap_: for each bottom node, its in-capacity from nodes S reaches (the source arcs when the
   // bottom layer is layer 0). Computed at the first upperBound() after setSource(): a source
@@ -936,7 +951,7 @@ class LayeredFlowT final : public LayeredFlow {
       e -= x;
       parentExcess[uz(p)] += x;
       set(parentBits, p);
-      syncArcBits(cap[arc], fp, rowIn(residualOfLayer, p), i, parents, p);
+      syncShrunkArcBits(cap[arc], fp, rowIn(residualOfLayer, p), i, parents, p);
     };
     for (int w = 0; w < words() && e > 0.0; ++w) {
       std::uint64_t bits = parents[w];
@@ -975,7 +990,7 @@ class LayeredFlowT final : public LayeredFlow {
       const double x = std::min(std::min(left, cap[k] - f[k]), room);
       if (x > 0.0) {
         f[k] += x;
-        syncArcBits(cap[k], f[k], res, k, rowIn(upOfLayer, k), i);
+        syncGrownArcBits(cap[k], f[k], res, k, rowIn(upOfLayer, k), i);
         ft_[uz(k)] += x;
         left -= x;
       }
@@ -1022,7 +1037,7 @@ class LayeredFlowT final : public LayeredFlow {
         const double got = passDownFrom<kHeight - 1>(t + 1, k, offer);
         if (got > 0.0) {
           f[k] += got;
-          syncArcBits(cap[k], f[k], res, k, rowIn(upOfLayer, k), i);
+          syncGrownArcBits(cap[k], f[k], res, k, rowIn(upOfLayer, k), i);
           left -= got;
         }
         if (offer - got > kEps) clear(below, k);
@@ -1089,7 +1104,7 @@ class LayeredFlowT final : public LayeredFlow {
                 forEachBoth(res, below, [&](int k) {
                   const double x = std::min(e, cap[k] - f[k]);
                   f[k] += x;
-                  syncArcBits(cap[k], f[k], res, k, rowIn(upOfLayer, k), i);
+                  syncGrownArcBits(cap[k], f[k], res, k, rowIn(upOfLayer, k), i);
                   exBelow[uz(k)] += x;
                   set(heldBelow, k);
                   e -= x;
