@@ -652,38 +652,21 @@ class LayeredFlowT final : public LayeredFlow {
     }
   }
 
-  // Keeps the two bitsets of arc (t, i) -> (t+1, k) in step with its flow f.
-  ATTNFLOW_HOT void syncArc(int t, int i, int k, double f) {
-    syncArcBits(mats_[uz(t)][uz(i) * uz(n_) + uz(k)], f, residualRow(t, i), k, upRow(t, k), i);
-  }
-  // syncArc() given the arc's capacity, the residual row of its tail (t, i) and the up row of its
-  // head (t+1, k). The hot loops hold the rows already (one node's out-arcs, or its in-arcs), and
-  // passing them saves recomputing both row addresses per arc: ~5% of the instructions of a row's
-  // flow natively, 2-4% of its time in WASM (old and new builds alternating in one process).
-  ATTNFLOW_HOT static void syncArcBits(double cap, double f, std::uint64_t* residual, int k,
-                                       std::uint64_t* up, int i) {
-    if (cap - f > kEps) {
-      set(residual, k);
-    } else {
-      clear(residual, k);
-    }
-    if (f > kEps) {
-      set(up, i);
-    } else {
-      clear(up, i);
-    }
-  }
-  // syncArcBits() after the flow of an arc with residual > kEps (its residual bit set) grew: only
-  // the changes that can follow are made (the residual bit cleared if the arc filled, the flow
-  // bit set if the flow is above kEps), which spares the hot loops a write per arc they fill only
-  // part of (natively 12% of a row's flow on real rows, in WASM 1-3%).
+  // Keep the two bitsets of an arc (t, i) -> (t+1, k) in step with its new flow f: its residual
+  // bit (bit k of its tail's residual row) and its flow bit (bit i of its head's up row). Every
+  // caller knows which way the flow moved, so only the changes that can follow are made. Where it
+  // grew, on an arc chosen for its residual bit (set): that bit cleared if the arc filled, the
+  // flow bit set if the flow is above kEps. Writing both bits on every change cost 12% of a row's
+  // flow natively on real rows, 1-3% in WASM. The callers pass the capacity and the rows, which
+  // the hot loops hold already (one node's out-arcs, or its in-arcs): recomputing both row
+  // addresses per arc had cost ~5% of the instructions natively, 2-4% of the time in WASM.
   ATTNFLOW_HOT static void syncGrownArcBits(double cap, double f, std::uint64_t* residual, int k,
                                             std::uint64_t* up, int i) {
     if (cap - f <= kEps) clear(residual, k);
     if (f > kEps) set(up, i);
   }
-  // syncArcBits() after an arc's flow shrank: likewise only the residual bit set if there is room
-  // and the flow bit cleared if the flow is now at most kEps.
+  // Where the flow shrank: the residual bit set if there is room, the flow bit cleared if the flow
+  // is now at most kEps.
   ATTNFLOW_HOT static void syncShrunkArcBits(double cap, double f, std::uint64_t* residual, int k,
                                              std::uint64_t* up, int i) {
     if (cap - f > kEps) set(residual, k);
@@ -1370,19 +1353,22 @@ class LayeredFlowT final : public LayeredFlow {
     const int down = (t + 1 < depth_) ? n_ : 1;
     if (a < down) {
       if (t + 1 < depth_) {
-        double& f = flowMat(t)[uz(i) * uz(n_) + uz(a)];
+        const std::size_t arc = uz(i) * uz(n_) + uz(a);
+        double& f = flowMat(t)[arc];
         f += x;
         touch(t * n_ + i);
-        syncArc(t, i, a, f);
+        // findArc() chose the arc by its residual bit, as syncGrownArcBits() needs.
+        syncGrownArcBits(mats_[uz(t)][arc], f, residualRow(t, i), a, upRow(t, a), i);
       } else {
         ft_[uz(i)] += x;
       }
       return;
     }
     const int p = a - down;
-    double& f = flowMat(t - 1)[uz(p) * uz(n_) + uz(i)];
+    const std::size_t arc = uz(p) * uz(n_) + uz(i);
+    double& f = flowMat(t - 1)[arc];
     f -= x;
-    syncArc(t - 1, p, i, f);
+    syncShrunkArcBits(mats_[uz(t - 1)][arc], f, residualRow(t - 1, p), i, upRow(t - 1, i), p);
   }
 
   // Blocking flow on the current levels, at most `want`: an iterative DFS with current-arc
