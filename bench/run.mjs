@@ -10,8 +10,9 @@
 // cannot do every (layer, row, sink) pair of a case in its time budget it runs a uniformly random
 // sample of the pairs and the time is extrapolated (marked "est." with the pairs measured).
 // Exactness: attnflow's raw flows are compared with the plain JS Dinic's and scipy's on the pairs
-// those measured (max abs diff). All inputs come from bench/synthetic.mjs, written as .npy files
-// to bench/out/ and read by every implementation.
+// those measured (max abs diff). The inputs come from bench/synthetic.mjs, written as .npy files
+// to bench/out/ and read by every implementation; the CLI's one-row cases also read two files
+// that bench/realistic.py and bench/sentences.py write there (see cliRowCases()).
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, renameSync, statSync } from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
