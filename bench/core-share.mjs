@@ -10,6 +10,9 @@
 // (valgrind's count against its time) and slows by up to 1.6x in those spells (bench/README.md,
 // Findings); a row of the table says in which state it was measured.
 
+import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
 const ROUNDS = 3;
 
 function throughputLoop(words, count) {
@@ -51,6 +54,8 @@ export function coreShare() {
   return { throughput_ms: +throughput.toFixed(1), chain_ms: +chain.toFixed(1) };
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+// Run as a script (as scripts/serve.mjs tells): a file:// URL built by hand would miss paths that
+// URLs escape (a space, a '#').
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   process.stdout.write(`${JSON.stringify(coreShare())}\n`);
 }
