@@ -10,17 +10,28 @@ import { setFlagsFromString } from 'node:v8';
 
 // The start of load_ms: the package's import below is part of it.
 const started = performance.now();
-// A CLI run is one-shot: compile up front, in load_ms, what V8 would otherwise compile during the
-// computation. The WebAssembly module with the optimising tier, not in baseline code while V8
-// tiers up lazily (init() compiles it, so these flags must come first); and the package's
-// JavaScript, whose functions V8 would compile at their first call: ~0.8 ms of a fresh process's
-// first flow call (a 3-token flow: 0.80-1.40 ms before, 0.22-0.60 ms after; row 0 of the flat
-// L=12, n=128 input: medians 5.0 and 4.1 ms; 10 processes each, alternating). A module's
-// functions are compiled eagerly only if the flag is set when the module is parsed, hence the
-// dynamic imports.
-setFlagsFromString('--no-lazy');
-setFlagsFromString('--no-liftoff');
-setFlagsFromString('--no-wasm-lazy-compilation');
+// --timing compiles up front, in load_ms, what V8 would otherwise compile during the computation,
+// so that compute_ms is the method alone: the WebAssembly module with the optimising tier, not in
+// baseline code while V8 tiers up lazily (init() compiles it, so these flags must come first); and
+// the package's JavaScript, whose functions V8 would compile at their first call: ~0.8 ms of a
+// fresh process's first flow call (a 3-token flow: 0.80-1.40 ms before, 0.22-0.60 ms after; row 0
+// of the flat L=12, n=128 input: medians 5.0 and 4.1 ms; 10 processes each, alternating). A
+// module's functions are compiled eagerly only if the flag is set when the module is parsed, hence
+// the dynamic imports. Only --timing does this: the whole module through the optimising tier takes
+// ~0.3 s, more than V8's tiering loses, so without it a call ends sooner (one row of a realistic L=12,
+// n=128 file in 0.36 s against 0.63 s, a 14-token one in 0.27 against 0.59 s, BERT-base's every row of
+// every layer in 2.3 against 2.6 s: medians of 8 alternating pairs of processes, 2026-12-07).
+const early = parseArgs({
+  args: process.argv.slice(2),
+  options: { timing: { type: 'boolean' } },
+  strict: false,
+  allowPositionals: true,
+});
+if (early.values.timing === true) {
+  setFlagsFromString('--no-lazy');
+  setFlagsFromString('--no-liftoff');
+  setFlagsFromString('--no-wasm-lazy-compilation');
+}
 const { AttnflowError, FusedAttention, init, loadAttention } = await import('./index.mjs');
 const { openAttentionFile } = await import('./node.mjs');
 const { DEFAULTS, METHODS, checkWorkerCount, parseListOption } = await import('./options.mjs');
@@ -48,8 +59,8 @@ options:
   --workers N              flow: split the work over N worker threads (same results; one
                            row at one layer is one unit of work and runs in this thread)
   --timing                 print {"load_ms", "compute_ms"} as one JSON line on stderr: load is
-                           start-up (compiling the package), reading, fusing heads and building
-                           the graph (the residual mix)
+                           start-up (compiling the whole package up front, ~0.3 s more than
+                           without --timing), reading, fusing heads and building the graph
   -h, --help               show this help`;
 
 const OPTIONS = {
