@@ -25,7 +25,7 @@ import { FusedAttention, loadAttention } from '../web/index.mjs';
 import { ParallelAttention } from '../web/parallel.mjs';
 import { writeSyntheticNpy } from './synthetic.mjs';
 
-setFlagsFromString('--no-liftoff');  // as bench/run.mjs and the CLI
+setFlagsFromString('--no-liftoff');  // as bench/run.mjs and the CLI's --timing
 setFlagsFromString('--no-wasm-lazy-compilation');
 
 const HERE = dirname(fileURLToPath(import.meta.url));

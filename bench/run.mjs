@@ -28,10 +28,11 @@ import { mulberry32, mixedLayers, npyHeader, SPEC_VERSION, writeSyntheticNpy } f
 import { nativeBench } from './native.mjs';
 import { coreShare } from './core-share.mjs';
 
-// Compile the module with V8's optimising tier up front, as the CLI does (web/cli.mjs), in this
-// thread and in the pool's workers (V8 flags are per process). Otherwise a worker, which has run
-// only the warm-up call, may still be in baseline code while this thread has long tiered up:
-// measured on last-L12-n128 with 2 workers, 9.9 ms without these flags against 6.7 ms with.
+// Compile the module with V8's optimising tier up front, as the CLI does with --timing
+// (web/cli.mjs), in this thread and in the pool's workers (V8 flags are per process). Otherwise a
+// worker, which has run only the warm-up call, may still be in baseline code while this thread has
+// long tiered up: measured on last-L12-n128 with 2 workers, 9.9 ms without these flags against 6.7
+// ms with.
 setFlagsFromString('--no-liftoff');
 setFlagsFromString('--no-wasm-lazy-compilation');
 
