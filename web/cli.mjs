@@ -18,9 +18,10 @@ const started = performance.now();
 // of the flat L=12, n=128 input: medians 5.0 and 4.1 ms; 10 processes each, alternating). A
 // module's functions are compiled eagerly only if the flag is set when the module is parsed, hence
 // the dynamic imports. Only --timing does this: the whole module through the optimising tier takes
-// ~0.3 s, more than V8's tiering loses, so without it a call ends sooner (one row of a realistic L=12,
-// n=128 file in 0.36 s against 0.63 s, a 14-token one in 0.27 against 0.59 s, BERT-base's every row of
-// every layer in 2.3 against 2.6 s: medians of 8 alternating pairs of processes, 2026-12-07).
+// ~0.3 s, more than V8's tiering loses, so without it a call ends sooner (one row of a realistic
+// L=12, n=128 file in 0.36 s against 0.63 s, a 14-token one in 0.27 against 0.59 s, BERT-base's
+// every row of every layer in 2.3 against 2.6 s: medians of 8 alternating pairs of processes,
+// 2026-12-07).
 const early = parseArgs({
   args: process.argv.slice(2),
   options: { timing: { type: 'boolean' } },
