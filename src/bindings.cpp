@@ -106,13 +106,17 @@ class Session {
 
   int numLayers() const { return static_cast<int>(fused_.size()); }
 
-  /// Appends the next layer from numHeads x n x n head-major weights.
-  void addHeads(std::uintptr_t heads, int numHeads, int fusion, std::uintptr_t selected,
-                int numSelected) {
+  /// Appends the next layer from numHeads x n x n head-major weights, floats if `float32` (the
+  /// file's own values, copied in as they are), else doubles.
+  void addHeads(std::uintptr_t heads, bool float32, int numHeads, int fusion,
+                std::uintptr_t selected, int numSelected) {
     guarded([&] {
-      fused_.push_back(attnflow::fuseHeads(fromAddress<double>(heads), numHeads, numTokens_,
-                                           static_cast<attnflow::Fusion>(fusion),
-                                           intList(selected, numSelected), numLayers() + 1));
+      const auto fuse = [&](const auto* values) {
+        return attnflow::fuseHeads(values, numHeads, numTokens_,
+                                   static_cast<attnflow::Fusion>(fusion),
+                                   intList(selected, numSelected), numLayers() + 1);
+      };
+      fused_.push_back(float32 ? fuse(fromAddress<float>(heads)) : fuse(fromAddress<double>(heads)));
       invalidate();
     });
   }

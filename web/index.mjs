@@ -95,10 +95,14 @@ export class FusedAttention {
             if (values.length !== valuesPerLayer) {
               fail('E_INPUT', `layer ${l + 1} has ${values.length} values, expected ${valuesPerLayer}`);
             }
-            M.HEAPF64.set(values, layerAddress >> 3);  // converts float32 input on the way in
+            // Heads in float32 (most files) go in as they are and the core widens them as it
+            // fuses: converting to float64 here cost a pass writing twice the bytes.
+            const float32 = !data.fused && values instanceof Float32Array;
+            if (float32) M.HEAPF32.set(values, layerAddress >> 2);
+            else M.HEAPF64.set(values, layerAddress >> 3);
             call(M, () => (data.fused
               ? session.addFused(layerAddress)
-              : session.addHeads(layerAddress, data.numHeads, FUSION_CODES[fusion.fusion],
+              : session.addHeads(layerAddress, float32, data.numHeads, FUSION_CODES[fusion.fusion],
                 headsAddress, fusion.heads?.length ?? 0)));
           }
         }));

@@ -10,6 +10,7 @@
 #include <limits>
 #include <numeric>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "attnflow/errors.hpp"
@@ -52,18 +53,22 @@ std::string where(int layer, int head, int row, int column) {
 }
 
 // True when every value of the row is finite and >= 0 (NaN fails both comparisons). The flag is
-// 64 bits wide, like the doubles, which lets clang vectorise the loop under -msimd128.
-inline bool rowIsValid(const double* row, std::size_t n) {
-  std::int64_t bad = 0;
+// as wide as the values, which lets clang vectorise the loop under -msimd128.
+template <typename Value>
+inline bool rowIsValid(const Value* row, std::size_t n) {
+  using Flag = std::conditional_t<sizeof(Value) == 8, std::int64_t, std::int32_t>;
+  constexpr Value kMax = std::numeric_limits<Value>::max();
+  Flag bad = 0;
   for (std::size_t j = 0; j < n; ++j) {
-    const double v = row[j];
-    bad |= !(v >= 0.0 && v <= kMaxFinite);
+    const Value v = row[j];
+    bad |= !(v >= Value{0} && v <= kMax);
   }
   return bad == 0;
 }
 
 // Cold path: find the offending column of a row that failed rowIsValid and throw.
-[[noreturn]] void throwFirstBad(const double* row, std::size_t n, int layer, int head, int i) {
+template <typename Value>
+[[noreturn]] void throwFirstBad(const Value* row, std::size_t n, int layer, int head, int i) {
   for (std::size_t j = 0; j < n; ++j) {
     const double v = row[j];
     if (!(v >= 0.0 && v <= kMaxFinite)) throwBadValue(v, layer, head, i, static_cast<int>(j));
@@ -102,7 +107,8 @@ void normalizeRows(Matrix& m) {
   }
 }
 
-Matrix fuseHeads(const double* heads, int numHeads, int n, Fusion fusion,
+template <typename Value>
+Matrix fuseHeads(const Value* heads, int numHeads, int n, Fusion fusion,
                  const std::vector<int>& selectedHeads, int layer) {
   if (numHeads < 1) {
     throw InputError("layer " + std::to_string(layer) + " has no heads (" +
@@ -134,21 +140,23 @@ Matrix fuseHeads(const double* heads, int numHeads, int n, Fusion fusion,
   double* out = fused.data();
   bool first = true;
   for (int h : chosen) {
-    const double* w = heads + static_cast<std::size_t>(h) * un * un;
+    const Value* w = heads + static_cast<std::size_t>(h) * un * un;
     for (std::size_t i = 0; i < un; ++i) {
-      const double* in = w + i * un;
+      const Value* in = w + i * un;
       double* acc = out + i * un;
       if (!rowIsValid(in, un)) throwFirstBad(in, un, layer, h, static_cast<int>(i));
       // The row is still in L1 after the check, so this is effectively the same pass.
+      // Each value widened to double first (exact for float), then the double arithmetic.
+      const auto value = [in](std::size_t j) { return static_cast<double>(in[j]); };
       if (first) {
-        for (std::size_t j = 0; j < un; ++j) acc[j] = in[j];
+        for (std::size_t j = 0; j < un; ++j) acc[j] = value(j);
       } else if (fusion == Fusion::Mean) {
         // A sum, not a mean: the row normalisation below divides the 1/H out anyway.
-        for (std::size_t j = 0; j < un; ++j) acc[j] += in[j];
+        for (std::size_t j = 0; j < un; ++j) acc[j] += value(j);
       } else if (fusion == Fusion::Max) {
-        for (std::size_t j = 0; j < un; ++j) acc[j] = in[j] > acc[j] ? in[j] : acc[j];
+        for (std::size_t j = 0; j < un; ++j) acc[j] = value(j) > acc[j] ? value(j) : acc[j];
       } else {
-        for (std::size_t j = 0; j < un; ++j) acc[j] = in[j] < acc[j] ? in[j] : acc[j];
+        for (std::size_t j = 0; j < un; ++j) acc[j] = value(j) < acc[j] ? value(j) : acc[j];
       }
     }
     first = false;
@@ -156,6 +164,9 @@ Matrix fuseHeads(const double* heads, int numHeads, int n, Fusion fusion,
   normalizeRows(fused);
   return fused;
 }
+
+template Matrix fuseHeads<float>(const float*, int, int, Fusion, const std::vector<int>&, int);
+template Matrix fuseHeads<double>(const double*, int, int, Fusion, const std::vector<int>&, int);
 
 Matrix takeFusedLayer(const double* fused, int n, int layer) {
   checkSize(n, 1, layer);

@@ -15,14 +15,22 @@ void normalizeRows(Matrix& m);
 /// Fuses the heads of one layer: `rownorm(mean_h W[h])` (or element-wise max/min, then rownorm),
 /// over the heads listed in `selectedHeads` (0-based, any order; empty = all heads). A fused row
 /// that sums to 0 stays 0.
-/// `heads` points at numHeads * n * n doubles, head-major then row-major: W[h][i][j] is at
-/// heads[(h * n + i) * n + j]. `layer` (1-based) is only used in error messages.
+/// `heads` points at numHeads * n * n values (float or double), head-major then row-major:
+/// W[h][i][j] is at heads[(h * n + i) * n + j]. Floats are widened to double exactly before any
+/// arithmetic, so float input gives bitwise the result of the same values as doubles; it is taken
+/// as it is because most attention files are float32, and converting them to double first would
+/// cost a pass over twice the bytes. `layer` (1-based) is only used in error messages.
 /// Only the selected heads are read, so only they are validated.
 /// Throws InputError on a NaN/Inf/negative value (naming layer, head, row, column and the value),
 /// on a head index out of range or repeated, and on numHeads < 1 or n < 1.
 /// Cost: one pass over the selected heads (validation and accumulation together).
-Matrix fuseHeads(const double* heads, int numHeads, int n, Fusion fusion,
+template <typename Value>
+Matrix fuseHeads(const Value* heads, int numHeads, int n, Fusion fusion,
                  const std::vector<int>& selectedHeads, int layer);
+extern template Matrix fuseHeads<float>(const float*, int, int, Fusion, const std::vector<int>&,
+                                        int);
+extern template Matrix fuseHeads<double>(const double*, int, int, Fusion,
+                                         const std::vector<int>&, int);
 
 /// Validates an already fused layer (n * n doubles, row-major) and row-normalises it.
 /// Throws InputError like fuseHeads (the message names layer, row and column; there is no head).

@@ -189,6 +189,38 @@ TEST_CASE("fusion: each bad value is reported with layer, head, row, column and 
   }
 }
 
+TEST_CASE("fusion: float heads give bitwise the result of the same values as doubles") {
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<float> unit(0.0F, 1.0F);
+  const int numHeads = 12;
+  const int n = 29;  // not a multiple of the SIMD width: the loops' tails run too
+  std::vector<float> heads(static_cast<std::size_t>(numHeads * n * n));
+  for (float& v : heads) v = unit(rng) < 0.2F ? 0.0F : unit(rng);
+  const std::vector<double> widened(heads.begin(), heads.end());
+  for (const Fusion fusion : {Fusion::Mean, Fusion::Max, Fusion::Min}) {
+    for (const std::vector<int>& selected : {std::vector<int>{}, std::vector<int>{7, 2, 11}}) {
+      const Matrix fromFloats = attnflow::fuseHeads(heads.data(), numHeads, n, fusion, selected, 2);
+      const Matrix fromDoubles =
+          attnflow::fuseHeads(widened.data(), numHeads, n, fusion, selected, 2);
+      CHECK((fromFloats.array() == fromDoubles.array()).all());
+    }
+  }
+  // A bad float is named as a bad double is (the value printed as the double it widens to).
+  heads[static_cast<std::size_t>((3 * n + 4) * n + 28)] = -0.25F;
+  CHECK_THROWS_WITH_AS(
+      attnflow::fuseHeads(heads.data(), numHeads, n, Fusion::Mean, {}, 5),
+      "layer 5, head 3, row 4, column 28: value -0.25 is negative (attention weights must be >= 0)",
+      InputError);
+  heads[static_cast<std::size_t>((3 * n + 4) * n + 28)] = std::numeric_limits<float>::infinity();
+  CHECK_THROWS_WITH_AS(attnflow::fuseHeads(heads.data(), numHeads, n, Fusion::Max, {}, 5),
+                       "layer 5, head 3, row 4, column 28: value Infinity is not finite",
+                       InputError);
+  heads[static_cast<std::size_t>((3 * n + 4) * n + 28)] = std::numeric_limits<float>::quiet_NaN();
+  CHECK_THROWS_WITH_AS(attnflow::fuseHeads(heads.data(), numHeads, n, Fusion::Min, {}, 5),
+                       "layer 5, head 3, row 4, column 28: value NaN is not a number",
+                       InputError);
+}
+
 TEST_CASE("fusion: head selection and shape errors") {
   const std::vector<double> heads(8 * 2 * 2, 0.25);
   CHECK_THROWS_WITH_AS(attnflow::fuseHeads(heads.data(), 8, 2, Fusion::Mean, {0, 9}, 1),
