@@ -116,7 +116,8 @@ class Session {
                                    static_cast<attnflow::Fusion>(fusion),
                                    intList(selected, numSelected), numLayers() + 1);
       };
-      fused_.push_back(float32 ? fuse(fromAddress<float>(heads)) : fuse(fromAddress<double>(heads)));
+      fused_.push_back(float32 ? fuse(fromAddress<float>(heads))
+                               : fuse(fromAddress<double>(heads)));
       invalidate();
     });
   }

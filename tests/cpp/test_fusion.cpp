@@ -199,7 +199,8 @@ TEST_CASE("fusion: float heads give bitwise the result of the same values as dou
   const std::vector<double> widened(heads.begin(), heads.end());
   for (const Fusion fusion : {Fusion::Mean, Fusion::Max, Fusion::Min}) {
     for (const std::vector<int>& selected : {std::vector<int>{}, std::vector<int>{7, 2, 11}}) {
-      const Matrix fromFloats = attnflow::fuseHeads(heads.data(), numHeads, n, fusion, selected, 2);
+      const Matrix fromFloats =
+          attnflow::fuseHeads(heads.data(), numHeads, n, fusion, selected, 2);
       const Matrix fromDoubles =
           attnflow::fuseHeads(widened.data(), numHeads, n, fusion, selected, 2);
       CHECK((fromFloats.array() == fromDoubles.array()).all());
