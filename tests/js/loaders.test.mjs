@@ -390,12 +390,17 @@ test('rows far from summing to 1 give one summarising warning, not an error', as
 // ---------------------------------------------------------------------------------------------
 // Binary data errors: values are checked once per layer, when layer(l) first reads it.
 
-function npyWithValue(name, l, h, i, j, write) {
-  const b = file(name);
+/** A DataView of the value at [l][h][i][j] in the bytes b of the fixture `name`. */
+function npyValueView(b, name, l, h, i, j) {
   const hlen = b[8] | (b[9] << 8);
   const size = name.includes('f16') ? 2 : name.includes('f64') ? 8 : 4;
   const k = ((l * exp.H + h) * exp.n + i) * exp.n + j;
-  write(new DataView(b.buffer, b.byteOffset + 10 + hlen + k * size, size));
+  return new DataView(b.buffer, b.byteOffset + 10 + hlen + k * size, size);
+}
+
+function npyWithValue(name, l, h, i, j, write) {
+  const b = file(name);
+  write(npyValueView(b, name, l, h, i, j));
   return b;
 }
 
@@ -422,6 +427,10 @@ test('NaN, Infinity and negatives in binary tensors are located when the layer i
   const shl = s[0] | (s[1] << 8);
   new DataView(s.buffer, s.byteOffset).setFloat32(8 + shl + 4 * 5, -1, true);
   await rejects(async () => (await load(s)).layer(0), 'E_INPUT', 'layer 1, head 0, row 1, column 1 is negative');
+  // Finite values whose row sum overflows: no value is named, the row is.
+  const huge = file('att_f64.npy');
+  for (const j of [0, 1]) npyValueView(huge, 'att_f64.npy', 1, 2, 3, j).setFloat64(0, 1e308, true);
+  await rejects(async () => (await load(huge)).layer(1), 'E_INPUT', 'layer 2, head 2, row 3 sums to Infinity', 'scale them down');
 });
 
 test('binary row-sum warnings cover the layers read so far', async () => {
