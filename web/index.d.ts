@@ -224,6 +224,11 @@ export class FusedAttention {
   readonly numLayers: number;
   readonly numTokens: number;
   compute(method: Method, options?: ComputeOptions): Result;
+  /**
+   * Where the flow from target `row` at `layer` to input `token` is decided: a minimum cut.
+   * Right after a compute('flow') of that one row at that one layer (same alpha and discard), the
+   * value comes from it; otherwise the row's flow is computed again first (at L=24, n=512 ~0.1 s).
+   */
   bottleneck(layer: number, row: number, token: number, options?: { alpha?: number; discard?: number }): Bottleneck;
   /**
    * Builds the flow graph (the residual-mixed layers) for these options now instead of at the

@@ -709,6 +709,43 @@ TEST_CASE("attention flow: the bottleneck cut at 12 layers of 32 tokens") {
   CHECK(sinkCases >= 20);
 }
 
+TEST_CASE("attention flow: the bottleneck takes its value from the last one-row request") {
+  // A kept cache remembers the values of its last request for one row at one layer, so that the
+  // bottleneck of a pair the caller has just computed need not run that row again. Its value must
+  // be what a fresh one-row request gives, for that (layer, row) and for no other.
+  std::mt19937 gen(1207);
+  int otherDiffer = 0;
+  for (int it = 0; it < releaseOrDebug(200, 40); ++it) {
+    const int n = 3 + it % 9;
+    const int layers = 3 + it % 4;
+    const LayerStack A = randomStack(gen, layers, n, static_cast<Kind>(it % kNumKinds));
+    const int layer = 1 + static_cast<int>(gen() % static_cast<unsigned>(layers));
+    const int row = static_cast<int>(gen() % static_cast<unsigned>(n));
+    const int otherRow = (row + 1) % n;
+    CAPTURE(it);
+    const auto fresh = [&](int l, int r) {
+      attnflow::FlowSolverCache own;
+      return attnflow::attentionFlowLayers(A, {l}, {r}, {}, {}, {}, &own)[0];
+    };
+    const Matrix shown = fresh(layer, row);
+    const Matrix other = fresh(layer, otherRow);
+    attnflow::FlowSolverCache cache;
+    attnflow::attentionFlowLayers(A, {layer}, {row}, {}, {}, {}, &cache);
+    for (int token = 0; token < n; ++token) {
+      CHECK(attnflow::flowBottleneck(A, layer, row, token, &cache).value == shown(0, token));
+      CHECK(attnflow::flowBottleneck(A, layer, otherRow, token, &cache).value == other(0, token));
+      otherDiffer += other(0, token) != shown(0, token);
+    }
+    // After a request for several rows (not remembered), the value is still the one-row one.
+    attnflow::attentionFlowLayers(A, {layer}, {row}, {}, {}, {}, &cache);
+    attnflow::attentionFlowLayers(A, {layer}, {otherRow, row}, {}, {}, {}, &cache);
+    for (int token = 0; token < n; ++token) {
+      CHECK(attnflow::flowBottleneck(A, layer, row, token, &cache).value == shown(0, token));
+    }
+  }
+  CHECK(otherDiffer >= releaseOrDebug(500, 100));  // the other row tells a wrong memo apart
+}
+
 TEST_CASE("attention flow: capacities far below 1e-12 still count") {
   // Entries of 1e-13 .. 1e-14 next to ordinary ones (the solver counts residuals <= 1e-15 as 0). With a middle layer that is the identity,
   // flow(3, r -> j) = sum_k min(A3[r][k], A1[k][j]) exactly; a tolerance of 1e-12 on residuals
