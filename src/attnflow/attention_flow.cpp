@@ -1851,15 +1851,16 @@ struct FlowSolverCache::State {
   KeptSolvers<LayeredFlow, int> sinkHalves;                    // by middle layer
   KeptSolvers<ReversedFlow, int> reversed;                     // by source layer
   KeptSolvers<SourceTest, std::pair<int, int>> sourceTests;    // by (source layer, middle layer)
-  // The values of the last request for one row at one layer. flowBottleneck() shows the value of
-  // one pair as the flow scores did, i.e. from that request, which it would otherwise run again:
-  // the explorer asks for the bottleneck of the row it has just computed (~0.65 s again at
-  // L=12, n=1024).
+  // The values of the last requests for one row (each layer's; a new row forgets the last one's).
+  // flowBottleneck() shows the value of one pair as the flow scores did, i.e. from such a
+  // request, which it would otherwise run again: the explorer asks for the bottleneck of the row
+  // it has just computed (~0.65 s again at L=12, n=1024), and again at each layer and input
+  // token the user picks. A request for one row gives each of its layers bitwise the values a
+  // request for that layer alone gives (no certificate below 8 rows).
   struct {
-    int layer = 0;
     int row = -1;
-    std::vector<double> values;
-  } lastRow;
+    std::map<int, std::vector<double>> byLayer;
+  } oneRow;
 
   void forStack(const LayerStack& A) {
     if (stack == &A) return;
@@ -1903,10 +1904,22 @@ struct FlowSolverCache::State {
                         [&] { return std::make_unique<ReversedFlow>(A, sourceLayer); });
   }
 
-  /// lastRow's values if they are those of (layer, row) of A, else null.
+  /// The remembered values of (layer, row) of A (see oneRow), or null.
   const std::vector<double>* rowValues(const LayerStack& A, int layer, int row) {
     forStack(A);
-    return lastRow.layer == layer && lastRow.row == row ? &lastRow.values : nullptr;
+    if (oneRow.row != row) return nullptr;
+    const auto found = oneRow.byLayer.find(layer);
+    return found == oneRow.byLayer.end() ? nullptr : &found->second;
+  }
+
+  void rememberRow(const LayerStack& A, const std::vector<int>& layers, int row,
+                   const std::vector<Matrix>& values) {
+    forStack(A);
+    if (oneRow.row != row) oneRow.byLayer.clear();
+    oneRow.row = row;
+    for (std::size_t k = 0; k < layers.size(); ++k) {
+      oneRow.byLayer[layers[k]].assign(values[k].data(), values[k].data() + values[k].size());
+    }
   }
 
   const Matrix& firstTransposed(const LayerStack& A) {
@@ -2322,13 +2335,9 @@ std::vector<Matrix> attentionFlowLayers(const LayerStack& A, const std::vector<i
           unit = claimNext();
         });
   }
-  if (cache != nullptr && numUnits == 1 && requestRows == 1 && !claim &&
+  if (cache != nullptr && rows.size() == 1 && requestRows == 1 && !claim &&
       parts.sinkValues.empty() && parts.sourceFlags.empty()) {
-    FlowSolverCache::State& state = cache->state();
-    state.forStack(A);
-    state.lastRow.layer = layers[0];
-    state.lastRow.row = rows[0];
-    state.lastRow.values.assign(result[0].data(), result[0].data() + n);
+    cache->state().rememberRow(A, layers, rows[0], result);
   }
   return result;
 }

@@ -141,8 +141,8 @@ struct FlowBottleneck {
 };
 
 /// With cache, the value's solver comes from it and stays there (as for attentionFlowLayers), and
-/// if the cache's last request for one row at one layer was for (layer, row), the value is read
-/// from its values instead of running that row's n flows again.
+/// if the cache's last requests for one row were for `row` and one of them had `layer`, the value
+/// is read from its values instead of running that row's n flows again.
 FlowBottleneck flowBottleneck(const LayerStack& A, int layer, int row, int token,
                               FlowSolverCache* cache = nullptr);
 

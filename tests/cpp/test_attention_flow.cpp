@@ -709,17 +709,17 @@ TEST_CASE("attention flow: the bottleneck cut at 12 layers of 32 tokens") {
   CHECK(sinkCases >= 20);
 }
 
-TEST_CASE("attention flow: the bottleneck takes its value from the last one-row request") {
-  // A kept cache remembers the values of its last request for one row at one layer, so that the
-  // bottleneck of a pair the caller has just computed need not run that row again. Its value must
-  // be what a fresh one-row request gives, for that (layer, row) and for no other.
+TEST_CASE("attention flow: the bottleneck takes its value from the last one-row requests") {
+  // A kept cache remembers the values of its last requests for one row, at each of their layers,
+  // so that the bottleneck of a pair the caller has just computed need not run that row again.
+  // Its value must be what a fresh request for that one row at that one layer gives, for that
+  // (layer, row) and for no other.
   std::mt19937 gen(1207);
   int otherDiffer = 0;
   for (int it = 0; it < releaseOrDebug(200, 40); ++it) {
     const int n = 3 + it % 9;
     const int layers = 3 + it % 4;
     const LayerStack A = randomStack(gen, layers, n, static_cast<Kind>(it % kNumKinds));
-    const int layer = 1 + static_cast<int>(gen() % static_cast<unsigned>(layers));
     const int row = static_cast<int>(gen() % static_cast<unsigned>(n));
     const int otherRow = (row + 1) % n;
     CAPTURE(it);
@@ -727,15 +727,28 @@ TEST_CASE("attention flow: the bottleneck takes its value from the last one-row 
       attnflow::FlowSolverCache own;
       return attnflow::attentionFlowLayers(A, {l}, {r}, {}, {}, {}, &own)[0];
     };
-    const Matrix shown = fresh(layer, row);
-    const Matrix other = fresh(layer, otherRow);
+    std::vector<int> all;
+    for (int l = 1; l <= layers; ++l) all.push_back(l);
     attnflow::FlowSolverCache cache;
-    attnflow::attentionFlowLayers(A, {layer}, {row}, {}, {}, {}, &cache);
-    for (int token = 0; token < n; ++token) {
-      CHECK(attnflow::flowBottleneck(A, layer, row, token, &cache).value == shown(0, token));
-      CHECK(attnflow::flowBottleneck(A, layer, otherRow, token, &cache).value == other(0, token));
-      otherDiffer += other(0, token) != shown(0, token);
+    // Every layer of the row in one request, then each layer's bottlenecks; then the other row's
+    // (computed there, which makes the cache forget the first row) at two layers.
+    attnflow::attentionFlowLayers(A, all, {row}, {}, {}, {}, &cache);
+    for (const int layer : all) {
+      const Matrix shown = fresh(layer, row);
+      const Matrix other = fresh(layer, otherRow);
+      for (int token = 0; token < n; ++token) {
+        CHECK(attnflow::flowBottleneck(A, layer, row, token, &cache).value == shown(0, token));
+        otherDiffer += other(0, token) != shown(0, token);
+      }
     }
+    const int layer = 1 + static_cast<int>(gen() % static_cast<unsigned>(layers));
+    for (const int l : {layer, layer % layers + 1}) {
+      const Matrix other = fresh(l, otherRow);
+      for (int token = 0; token < n; ++token) {
+        CHECK(attnflow::flowBottleneck(A, l, otherRow, token, &cache).value == other(0, token));
+      }
+    }
+    const Matrix shown = fresh(layer, row);
     // After a request for several rows (not remembered), the value is still the one-row one.
     attnflow::attentionFlowLayers(A, {layer}, {row}, {}, {}, {}, &cache);
     attnflow::attentionFlowLayers(A, {layer}, {otherRow, row}, {}, {}, {}, &cache);
@@ -743,7 +756,7 @@ TEST_CASE("attention flow: the bottleneck takes its value from the last one-row 
       CHECK(attnflow::flowBottleneck(A, layer, row, token, &cache).value == shown(0, token));
     }
   }
-  CHECK(otherDiffer >= releaseOrDebug(500, 100));  // the other row tells a wrong memo apart
+  CHECK(otherDiffer >= releaseOrDebug(1000, 200));  // the other row tells a wrong memo apart
 }
 
 TEST_CASE("attention flow: capacities far below 1e-12 still count") {
