@@ -437,6 +437,31 @@ test('untrusted tokens render as inert text', { timeout: 60_000 }, async () => {
   await context.close();
 });
 
+test('picking another input token redraws the graph alone; another layer redraws every view', { timeout: 60_000 }, async () => {
+  const { page, context, errors } = await openPage();
+  const n = 60;
+  const tokens = [...Array(n).keys()].map((i) => `t${i}`);
+  await page.setInputFiles('[data-testid="attention-file"]', { name: 'sinks.json', mimeType: 'application/json', buffer: Buffer.from(toJson(tokens, randomAttention({ L: 4, H: 2, n, seed: 12 }), 4, 2)) });
+  await waitDone(page, { file: 'sinks.json', count: 3 * n, layer: 4 });
+  // Marks on elements of the strips, the heatmaps and the graph: a view drawn again loses its mark.
+  const mark = () => page.evaluate(() => {
+    for (const s of ['[data-testid="token-score"]', '#heatmaps svg', '#graph svg']) document.querySelector(s).dataset.mark = '1';
+  });
+  const marked = () => page.evaluate(() => ['[data-testid="token-score"]', '#heatmaps svg', '#graph svg']
+    .map((s) => document.querySelector(s).dataset.mark === '1'));
+  await mark();
+  await page.selectOption('#sink', '7');
+  await page.waitForFunction(() => document.querySelector('#graph svg')?.textContent.includes('“t7” (input)'));
+  await waitDone(page, { layer: 4 });
+  assert.deepEqual(await marked(), [true, true, false]);
+  assert.match(await page.textContent('#bottleneck'), /“t7”/);
+  await setRange(page, '#layer', 3);
+  await waitDone(page, { layer: 3 });
+  assert.deepEqual(await marked(), [false, false, false]);
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
 test('tokens that would not show as themselves: visible forms, no reordered captions, no wide page, inert in CSV', { timeout: 60_000 }, async () => {
   const { page, context, errors } = await openPage();
   const tokens = ['\u202eright to left', ' ', '', 'x'.repeat(300), '=HYPERLINK("http://example.com")', 'ok'];
