@@ -226,9 +226,9 @@ export class FusedAttention {
   compute(method: Method, options?: ComputeOptions): Result;
   /**
    * Where the flow from target `row` at `layer` to input `token` is decided: a minimum cut.
-   * After a compute('flow') of that one row (alone, at that layer among others; same alpha and
-   * discard; no other row since), the value comes from it; otherwise the row's flow at that layer
-   * is computed again first (~0.1 s at L=24, n=512).
+   * After a compute('flow') of that one row alone, at that layer among others (same alpha and
+   * discard, and no such compute of another row since), the value comes from it; otherwise the
+   * row's flow at that layer is computed again first (~0.1 s at L=24, n=512).
    */
   bottleneck(layer: number, row: number, token: number, options?: { alpha?: number; discard?: number }): Bottleneck;
   /**
