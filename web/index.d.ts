@@ -133,9 +133,9 @@ export interface ComputeOptions extends FusionOptions {
   /**
    * Flow only, for splitting one computation by rows over threads: the row count of the whole
    * request whose rows this call computes a share of (at least rows.length; default
-   * rows.length). The core chooses its shortcuts by the request's row count (its certificate
-   * needs at least 8 rows) and a value's last bits depend on the path, so every share passes
-   * the whole request's count for its numbers to be the whole request's, bitwise.
+   * rows.length). The core chooses its shortcuts by the request's row count (below 256 tokens
+   * its certificate needs at least 8 rows) and a value's last bits depend on the path, so every
+   * share passes the whole request's count for its numbers to be the whole request's, bitwise.
    */
   requestRows?: number;
   /**

@@ -68,6 +68,20 @@ constexpr int kFirstCertificateLayer = 5;
 // its sources keep three above it (FlowEngine::middleLayer()): supplies sitting on a few tokens
 // took about five to gather into one sink.
 constexpr int kSinkHalfArcLayers = 5;
+// How many rows a request needs for the certificate (FlowEngine::middleLayer()): its sink halves
+// cost about as much as one row's flows, and they pay when several rows share them. Below 256
+// tokens one row is cheaper without (n = 128: focus rows 15-25% slower with it). From 256 to
+// 1,024 tokens, on layers that are not lower-triangular, rows take it whatever their count
+// (bench/native/NOTES.md): on the BERT-large input (L=24, H=16, n=512) one row 51-62 -> 31-37 ms
+// natively (the CLI's compute_ms 57-65 -> 36-43 ms; its load, which builds the certificate's
+// solvers, 40-120 ms longer), every layer of one row 1.1-1.3 -> 0.72-0.84 s, rows 0-3 163 -> 34
+// ms; one row of realistic, peaky and focus inputs at n = 384-1,024 0-28% faster, of the sink
+// token on its own input 2-6% slower. Causal rows take ~2x as long with it (their sources fail
+// its test, which must be built first); above 1,024 tokens, unmeasured, its solvers would add
+// about a stack's worth of memory where the heap is nearest its limit.
+constexpr std::size_t kCertificateRows = 8;
+constexpr int kAnyRowsCertificateTokens = 256;
+constexpr int kAnyRowsCertificateMaxTokens = 1024;
 // The lowest layer whose sources solve their sinks from last to first (see flowRowInto()).
 constexpr int kDescendingSinksFromLayer = 6;
 // Node layers t >= depth_ - kDepthFirstLayers of a push-down wave pass what they hold straight
@@ -1856,7 +1870,8 @@ struct FlowSolverCache::State {
   // request, which it would otherwise run again: the explorer asks for the bottleneck of the row
   // it has just computed (~0.65 s again at L=12, n=1024), and again at each layer and input
   // token the user picks. A request for one row gives each of its layers bitwise the values a
-  // request for that layer alone gives (no certificate below 8 rows).
+  // request for that layer alone gives (each layer decides on its own whether the certificate
+  // serves it, and solves the same sinks in the same order either way).
   struct {
     int row = -1;
     std::map<int, std::vector<double>> byLayer;
@@ -1955,7 +1970,7 @@ class FlowEngine {
 
   /// The middle layer that run() uses for every one of these layers that uses one, with this
   /// many rows; 0 if none does or they use different ones (then no sink values can be shared).
-  static int middleLayerOf(const std::vector<int>& layers, std::size_t numRows) {
+  int middleLayerOf(const std::vector<int>& layers, std::size_t numRows) const {
     int h = 0;
     for (int layer : layers) {
       const int own = middleLayer(layer, numRows);
@@ -2066,7 +2081,7 @@ class FlowEngine {
 
  private:
   // Whether run() solves the pairs the certificate leaves on the reversed graph (ReversedFlow):
-  // exactly where it uses the certificate (layers >= 5, at least 8 rows), so the two modes switch
+  // exactly where it uses the certificate (middleLayer()), so the two modes switch
   // together for every share or claim of a request; where one saved start per sink fits in
   // ~32 MB (n^3 doubles per inner matrix: n = 32 at any depth, n = 64 up to layer 18, never at
   // n = 128); and not on causal inputs (every inner matrix lower-triangular), where the forward
@@ -2127,9 +2142,18 @@ class FlowEngine {
   // 1.38 s natively instead of 13 ms (every pair there is at the simple cut). Flat rows 4.8 ->
   // 4.3 ms, the sink profile 0.24 -> 0.14 s, peaky rows 16 -> 20 ms. Layer 7 cannot do the same
   // (from h = 5 its sources have two layers of arcs and none passed), nor can layers 5-6.
-  static int middleLayer(int layer, std::size_t numRows) {
-    if (layer < kFirstCertificateLayer || numRows < 8) return 0;
+  // Which requests use it at all: kCertificateRows.
+  int middleLayer(int layer, std::size_t numRows) const {
+    if (layer < kFirstCertificateLayer) return 0;
+    if (numRows < kCertificateRows && !anyRowsTakeCertificate(layer)) return 0;
     return std::max((layer + 1) / 2, std::min(layer - 3, kSinkHalfArcLayers));
+  }
+
+  bool anyRowsTakeCertificate(int layer) const {
+    if (n_ < kAnyRowsCertificateTokens || n_ > kAnyRowsCertificateMaxTokens) return false;
+    auto& known = aboveDiagonal_[static_cast<std::size_t>(layer - 1)];
+    if (known < 0) known = hasArcAboveDiagonal(A_[static_cast<std::size_t>(layer - 1)]) ? 1 : 0;
+    return known == 1;
   }
 
   // V_j for every sink with supplies(h) at layer h: node layers h..1, arcs A[h]..A[2].
@@ -2212,6 +2236,9 @@ class FlowEngine {
   Eigen::RowVectorXd colsum_;
   std::map<int, std::vector<double>> supplies_;  // by middle layer, without a cache
   std::map<int, std::vector<double>> sinkHalves_;
+  // Per layer: whether it has an arc above the diagonal (1), has none (0, a causal mask's), or
+  // is not known yet (-1); see anyRowsTakeCertificate().
+  mutable std::vector<signed char> aboveDiagonal_ = std::vector<signed char>(A_.size(), -1);
 };
 
 }  // namespace
@@ -2303,7 +2330,7 @@ std::vector<Matrix> attentionFlowLayers(const LayerStack& A, const std::vector<i
   std::vector<Matrix> result;
   FlowEngine engine(A, cache);
   if (!parts.sinkValues.empty()) {
-    const int h = FlowEngine::middleLayerOf(layers, requestRows);
+    const int h = engine.middleLayerOf(layers, requestRows);
     if (h == 0 || parts.sinkValues.size() != static_cast<std::size_t>(n)) {
       throw InputError("attention flow: " + std::to_string(parts.sinkValues.size()) +
                        " certificate sink values given; this request takes " +
@@ -2346,7 +2373,7 @@ int certificateMiddleLayer(const LayerStack& A, const std::vector<int>& layers,
                            std::size_t numRows) {
   checkStack(A);
   for (int layer : layers) checkLayer(A, layer);
-  return FlowEngine::middleLayerOf(layers, numRows);
+  return FlowEngine(A).middleLayerOf(layers, numRows);
 }
 
 std::vector<double> certificateSinkValues(const LayerStack& A, int middleLayer, int first,

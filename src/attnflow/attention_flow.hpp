@@ -35,9 +35,10 @@ struct CertificateParts {
   /// certificateSourceFlags for the same layers and rows.
   std::vector<char> sourceFlags;
   /// The row count of the whole request when the call computes a share of its rows; 0: the
-  /// call's own. The fast path chooses its shortcuts by the request's row count (the certificate
-  /// needs at least 8 rows), and a pair's last bits depend on the path, so every share must
-  /// choose as the whole request does for its numbers to be the whole request's bitwise.
+  /// call's own. The fast path chooses its shortcuts by the request's row count (below 256
+  /// tokens the certificate needs at least 8 rows), and a pair's last bits depend on the path,
+  /// so every share must choose as the whole request does for its numbers to be the whole
+  /// request's bitwise.
   std::size_t requestRows = 0;
 };
 

@@ -759,6 +759,46 @@ TEST_CASE("attention flow: the bottleneck takes its value from the last one-row 
   CHECK(otherDiffer >= releaseOrDebug(1000, 200));  // the other row tells a wrong memo apart
 }
 
+TEST_CASE("attention flow: rows of 256 to 1,024 tokens take the certificate in any number, "
+          "exactly, and a one-row request gives each layer what that layer alone gives") {
+  const LayerStack A = attnflow::synthetic::mixedStack({8, 2, 256, 11, false}, 0.5);
+  const LayerStack causal = attnflow::synthetic::mixedStack({8, 2, 256, 11, true}, 0.5);
+  CHECK(attnflow::certificateMiddleLayer(A, {8}, 1) == 5);
+  CHECK(attnflow::certificateMiddleLayer(A, {5}, 1) == 3);
+  CHECK(attnflow::certificateMiddleLayer(A, {4}, 1) == 0);  // below its first layer, as before
+  CHECK(attnflow::certificateMiddleLayer(causal, {8}, 1) == 0);  // a causal mask: as before
+  CHECK(attnflow::certificateMiddleLayer(causal, {8}, 8) == 5);
+  const LayerStack fewer = attnflow::synthetic::mixedStack({6, 1, 255, 3, false}, 0.5);
+  CHECK(attnflow::certificateMiddleLayer(fewer, {6}, 7) == 0);
+  CHECK(attnflow::certificateMiddleLayer(fewer, {6}, 8) == 3);
+  const LayerStack more = attnflow::synthetic::mixedStack({5, 1, 1025, 3, false}, 0.5);
+  CHECK(attnflow::certificateMiddleLayer(more, {5}, 7) == 0);
+
+  const std::vector<int> rows = {0, 100, 255};
+  int certified = 0;
+  for (const int row : rows) {
+    certified += attnflow::certificateSourceFlags(A, {8}, {row}, nullptr, 1)[0];
+  }
+  CHECK(certified > 0);  // the one-row requests below do go through the certificate
+  attnflow::FlowSolverCache cache;
+  std::vector<int> all;
+  for (int l = 1; l <= 8; ++l) all.push_back(l);
+  for (const int row : rows) {
+    CAPTURE(row);
+    const std::vector<Matrix> together = attnflow::attentionFlowLayers(A, all, {row}, {}, {}, {},
+                                                                        &cache);
+    for (const int layer : all) {
+      const Matrix alone = attnflow::attentionFlowLayers(A, {layer}, {row})[0];
+      CHECK((together[static_cast<std::size_t>(layer - 1)].array() == alone.array()).all());
+    }
+    for (const int token : {0, 1, row, 254}) {
+      const double want = referenceNearestSinkCut(A, 8, row, token).value;
+      CHECK(std::abs(together[7](0, token) - want) <= 1e-12);
+      CHECK(attnflow::flowBottleneck(A, 8, row, token, &cache).value == together[7](0, token));
+    }
+  }
+}
+
 TEST_CASE("attention flow: capacities far below 1e-12 still count") {
   // Entries of 1e-13 .. 1e-14 next to ordinary ones (the solver counts residuals <= 1e-15 as 0). With a middle layer that is the identity,
   // flow(3, r -> j) = sum_k min(A3[r][k], A1[k][j]) exactly; a tolerance of 1e-12 on residuals
@@ -973,15 +1013,16 @@ TEST_CASE("attention flow: rows split in shares with certificate sink values com
 TEST_CASE("attention flow: shares smaller than the certificate's row minimum of a request that "
           "uses it give its numbers, bitwise, when they pass its row count") {
   // A request of 8 rows uses the certificate; its shares of 4 rows on 2 workers (rows dealt
-  // ahead) would not on their own, and 145 of their values then differed from the whole
-  // request's in the last bits (web/parallel.mjs, balance 'static').
-  const LayerStack A = attnflow::synthetic::mixedStack({6, 1, 256, 501, false}, 0.5);
-  const std::vector<int> rows = {59, 180, 77, 95, 147, 237, 19, 255};
+  // ahead) would not on their own (below 256 tokens), and 145 of their values then differed
+  // from the whole request's in the last bits (web/parallel.mjs, balance 'static', n = 256
+  // before rows of 256 tokens and more took the certificate in any number).
+  const LayerStack A = attnflow::synthetic::mixedStack({6, 1, 192, 501, false}, 0.5);
+  const std::vector<int> rows = {59, 180, 77, 95, 147, 137, 19, 191};
   const std::vector<int> layers = {6};
   const int h = attnflow::certificateMiddleLayer(A, layers, rows.size());
   REQUIRE(h > 0);
   const std::vector<Matrix> whole = attnflow::attentionFlowLayers(A, layers, rows);
-  const std::vector<double> values = attnflow::certificateSinkValues(A, h, 0, 256);
+  const std::vector<double> values = attnflow::certificateSinkValues(A, h, 0, 192);
   int sharesDifferingAlone = 0;
   for (int part = 0; part < 2; ++part) {
     std::vector<int> share;
