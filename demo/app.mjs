@@ -665,6 +665,12 @@ async function refresh({ all = false, keepRunning = false, gen = 0, focus = null
     const missing = s.targets.filter((t) => !results.flow.complete(t, summary.numLayers));
     if (missing.length) {
       busy('Flow for every layer…');
+      // The worker's first steps write much fresh memory (at n = 512 the certificate's solvers
+      // for each middle layer), which slowed the layout of the views just drawn, in the frame
+      // after the last step, from ~16 to 32-51 ms (traced; same process, so the page faults
+      // contend): let that frame come first.
+      await nextFrame();
+      if (stale()) return;
       // Not the layers these rows already have (the selected one, from the first step): the last
       // layer is the costliest (at L=24, n=512 its one-row flow is ~75 ms of this step's 1.4-1.7
       // s, more when its solver, which the cache holds one of at that size, must be rebuilt).
