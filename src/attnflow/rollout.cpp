@@ -44,8 +44,18 @@ inline float toFloatFlushed(double v) {
 // four-lane accumulators (more spill out of V8's 16 SIMD registers) and reads b from a packed 16-column
 // panel that stays in L1 across all rows. GCC/Clang vector types, so the one code path is
 // compiled natively too (there ~10% slower than Eigen's SSE kernel) and tested under sanitizers.
+// The float32 accumulators sum kBlock products at a time and hand their sums to float64 ones,
+// because the error of a float32 sum grows with its length: on one causal head with most of
+// each row on token 0 (rollout every layer against float64, WASM), all n products summed in
+// float32 erred by 2.6e-7 at n = 512 and 4.1e-7 at n = 1,024, where the issue allows 1e-6;
+// blocks of 64 gave 1.5e-7 at both. The cost: the whole rollout at L=24, n=512 5-10% slower
+// (best of 7 calls, alternating processes: 224-243 -> 246-266 ms). Blocks of 32 (1.5e-7 ->
+// ~1.2e-7) cost 20%, and so did the float64 sums moved out of the rows' loop (to spare
+// registers).
 using Float4 = float __attribute__((vector_size(16)));
+using Double4 = double __attribute__((vector_size(32)));
 constexpr std::size_t kPanel = 16;
+constexpr std::size_t kBlock = 64;
 
 inline Float4 load4(const float* p) {
   Float4 v;
@@ -53,7 +63,7 @@ inline Float4 load4(const float* p) {
   return v;
 }
 
-void multiplyPadded(const float* a, const float* b, float* c, std::size_t np,
+void multiplyPadded(const float* a, const float* b, double* c, std::size_t np,
                     std::vector<float>& panel) {
   panel.resize(np * kPanel);
   float* packed = panel.data();
@@ -64,20 +74,28 @@ void multiplyPadded(const float* a, const float* b, float* c, std::size_t np,
     for (std::size_t i = 0; i < np; i += 2) {
       const float* a0 = a + i * np;
       const float* a1 = a0 + np;
-      Float4 c0[4] = {}, c1[4] = {};
-      for (std::size_t k = 0; k < np; ++k) {
-        const float* p = packed + k * kPanel;
-        const Float4 b0 = load4(p), b1 = load4(p + 4), b2 = load4(p + 8), b3 = load4(p + 12);
-        // Broadcasts spelled out: `Float4{} + a0[k]` kept a real vector add with zero (it cannot
-        // be folded: -0 + 0 is +0), and the kernel took 148 ms instead of 104 in WASM.
-        const float xa = a0[k], ya = a1[k];
-        const Float4 x = {xa, xa, xa, xa};
-        const Float4 y = {ya, ya, ya, ya};
-        c0[0] += x * b0, c0[1] += x * b1, c0[2] += x * b2, c0[3] += x * b3;
-        c1[0] += y * b0, c1[1] += y * b1, c1[2] += y * b2, c1[3] += y * b3;
+      Double4 d0[4] = {}, d1[4] = {};
+      for (std::size_t k0 = 0; k0 < np; k0 += kBlock) {
+        const std::size_t end = std::min(np, k0 + kBlock);
+        Float4 c0[4] = {}, c1[4] = {};
+        for (std::size_t k = k0; k < end; ++k) {
+          const float* p = packed + k * kPanel;
+          const Float4 b0 = load4(p), b1 = load4(p + 4), b2 = load4(p + 8), b3 = load4(p + 12);
+          // Broadcasts spelled out: `Float4{} + a0[k]` kept a real vector add with zero (it
+          // cannot be folded: -0 + 0 is +0), and the kernel took 148 ms instead of 104 in WASM.
+          const float xa = a0[k], ya = a1[k];
+          const Float4 x = {xa, xa, xa, xa};
+          const Float4 y = {ya, ya, ya, ya};
+          c0[0] += x * b0, c0[1] += x * b1, c0[2] += x * b2, c0[3] += x * b3;
+          c1[0] += y * b0, c1[1] += y * b1, c1[2] += y * b2, c1[3] += y * b3;
+        }
+        for (int q = 0; q < 4; ++q) {
+          d0[q] += __builtin_convertvector(c0[q], Double4);
+          d1[q] += __builtin_convertvector(c1[q], Double4);
+        }
       }
-      std::memcpy(c + i * np + j0, c0, sizeof c0);
-      std::memcpy(c + (i + 1) * np + j0, c1, sizeof c1);
+      std::memcpy(c + i * np + j0, d0, sizeof d0);
+      std::memcpy(c + (i + 1) * np + j0, d1, sizeof d1);
     }
   }
 }
@@ -85,7 +103,8 @@ void multiplyPadded(const float* a, const float* b, float* c, std::size_t np,
 // Scratch of the float path; the float matrices are np x np, zero beyond n.
 struct FloatScratch {
   std::size_t np;
-  std::vector<float> aOff, centred, product, panel;
+  std::vector<float> aOff, centred, panel;
+  std::vector<double> product;
   std::vector<double> offSum;  // per row of the layer being multiplied: its off-diagonal sum
   std::vector<double> mean;    // column mean of the rollout the next product starts from
   std::vector<double> columnSum;
@@ -138,15 +157,15 @@ void mixedPrecisionProduct(const Matrix& a, const Matrix& prev, Matrix& next, Fl
 
   double* columnSum = s.columnSum.data();
   std::fill(s.columnSum.begin(), s.columnSum.end(), 0.0);
-  const float* pr = s.product.data();
+  const double* pr = s.product.data();
   double* pn = next.data();
   for (std::size_t i = 0; i < n; ++i) {
     const double* pRow = pp + i * n;
-    const float* prodRow = pr + i * np;
+    const double* prodRow = pr + i * np;
     double* out = pn + i * n;
     const double diagonal = pa[i * n + i];
     for (std::size_t j = 0; j < n; ++j) {
-      out[j] = static_cast<double>(prodRow[j]) + offSum[i] * pm[j] + diagonal * pRow[j];
+      out[j] = prodRow[j] + offSum[i] * pm[j] + diagonal * pRow[j];
       columnSum[j] += out[j];
     }
   }
