@@ -62,6 +62,9 @@ const settings = {
   methods: [...METHODS], scale: 'row', sink: null, threshold: 0.05, filter: 'source',
 };
 let summary = null;       // LoadSummary of the input on display
+// The generation of the file being read, until its first view is asked for: control changes on the
+// view still shown then wait for the new input (they used to cancel the read, dropping the file).
+let loading = null;
 let sourceName = '';
 let sourceBlob = null;    // the input on display, kept for the parallel pool
 let causal = false;       // the input on display looks like a decoder's (causal masks)
@@ -196,13 +199,15 @@ async function loadInput(blob, name, { example = false } = {}) {
   running = { gen, started: performance.now(), long: true };
   setState('computing');
   busy(`Reading ${name} (${formatBytes(blob.size)})…`, { long: blob.size > 20e6 });
+  loading = gen;
   try {
+    // One request: once it is answered the worker holds the new input, and the page takes it
+    // before anything else can run (a second request here, cancelled, left the two out of step).
     const s = await client.load(blob, { name, fusion: settings.fusion, heads: null });
     if (gen !== generation) return;
     // Causal (decoder) input? Then the first token only sees itself, so the last token is the
     // sensible default target; encoders keep the first token (e.g. [CLS]).
-    causal = await looksCausal(s);
-    if (gen !== generation) return;
+    causal = s.causal;
     summary = s;
     sourceName = name;
     sourceBlob = blob;
@@ -213,28 +218,15 @@ async function loadInput(blob, name, { example = false } = {}) {
     if (!example) ui.example.value = '';
     buildInputControls();
     running = null;
+    loading = null;
     await refresh({ keepRunning: true, gen });
   } catch (error) {
     if (gen !== generation) return;
     running = null;
     fail(error, 'Could not open the file');
+  } finally {
+    if (loading === gen) loading = null;
   }
-}
-
-/** True when the first rows of raw attention (layers 1 and L) put no weight above the diagonal. */
-async function looksCausal(s) {
-  const n = s.numTokens;
-  if (n < 3) return false;
-  const rows = [...new Set([0, 1, 2, Math.floor(n / 2)])];
-  const layers = [...new Set([1, s.numLayers])];
-  const r = await client.compute('raw', { layers, rows });
-  for (const layer of layers) {
-    for (const row of rows) {
-      const v = r.scoresFor(layer, row);
-      for (let j = row + 1; j < n; j++) if (v[j] !== 0) return false;
-    }
-  }
-  return true;
 }
 
 function formatBytes(n) {
@@ -585,7 +577,7 @@ async function parallelFlow(s, abort, progress) {
  * fetches the graph's data, then draws. `all` computes every row (long; shows progress).
  */
 async function refresh({ all = false, keepRunning = false, gen = 0, focus = null } = {}) {
-  if (!summary) return;
+  if (!summary || (loading !== null && !keepRunning)) return;
   if (!keepRunning && !all && shown && !running && sameSettings(settings, shown.settings)) {
     // Nothing to compute (e.g. a debounced control already applied): just leave any error state.
     clearError();

@@ -13,11 +13,17 @@ export function download(blob, filename) {
   setTimeout(() => URL.revokeObjectURL(url), 10_000);
 }
 
+// Characters XML 1.0 does not allow, which XMLSerializer writes as they are: a file holding one
+// does not parse (nor rasterise for the PNG). Views show tokens through showToken(), which names
+// them; this keeps any other text from breaking an export.
+const NOT_XML = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+
 export function svgString(svgEl) {
   const clone = svgEl.cloneNode(true);
   clone.setAttribute('xmlns', 'http://www.w3.org/2000/svg');
   clone.removeAttribute('class');
-  return `<?xml version="1.0" encoding="UTF-8"?>\n${new XMLSerializer().serializeToString(clone)}\n`;
+  const text = new XMLSerializer().serializeToString(clone).replace(NOT_XML, '\ufffd');
+  return `<?xml version="1.0" encoding="UTF-8"?>\n${text}\n`;
 }
 
 export function svgBlob(svgEl) {

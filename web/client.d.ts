@@ -19,6 +19,11 @@ export interface LoadSummary {
   format: string;
   warnings: string[];
   meta?: Record<string, unknown>;
+  /**
+   * True when rows 0, 1, 2 and n/2 of layers 1 and L put no weight above the diagonal (with the
+   * load's fusion): a decoder's causal mask. Decided in the worker as part of the load.
+   */
+  causal: boolean;
 }
 
 /** Scores computed in the worker: the package's Result, unchanged. */
@@ -44,7 +49,7 @@ export class AttnflowWorker {
   readonly busy: boolean;
   /** The summary of the last input that loaded, or null. */
   readonly summary: LoadSummary | null;
-  /** The fusion settings of the loaded input. */
+  /** The fusion settings that a request sent now is computed with (a fuse still queued counts). */
   readonly fusion: { fusion: Fusion; heads: number[] | null };
   /**
    * Loads and fuses an input. A Blob or File is passed by reference and read inside the worker

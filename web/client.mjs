@@ -36,7 +36,11 @@ export class AttnflowWorker {
   #pending = new Map();  // id -> {resolve, reject, onProgress}
   #nextId = 1;
   #committed = null;     // {source, name, batch, tokens}: the last input that loaded
+  // The fusion settings as the worker will have them once every request sent so far is done (it
+  // answers in order, so a request sent now sees these), and as it has them after the last
+  // answered load or fuse that succeeded (what a failed one leaves in place).
   #fusion = { fusion: 'mean', heads: null };
+  #appliedFusion = this.#fusion;
   #summary = null;
   #terminated = false;
 
@@ -86,9 +90,12 @@ export class AttnflowWorker {
     };
     this.#worker = worker;
     if (this.#committed) {
-      // Restore the state of the worker we replaced; its answer is not awaited by anyone, and a
-      // failure shows up in the next request ("no attention data is loaded").
-      this.#post({ type: 'load', ...this.#committed, ...this.#fusion }, { internal: true }).catch(() => {});
+      // Restore the state of the worker we replaced, with the fusion its pending requests were
+      // sent for. Nobody awaits this answer: a failure (e.g. the file changed on disk) is what
+      // the worker answers the next requests with.
+      const fusion = this.#fusion;
+      this.#post({ type: 'load', ...this.#committed, ...fusion }, { internal: true })
+        .then(() => { this.#appliedFusion = fusion; }, () => {});
     }
   }
 
@@ -116,9 +123,8 @@ export class AttnflowWorker {
     }
     const load = { source, name: options.name ?? input?.name, batch: options.batch, tokens: options.tokens };
     const fusion = { fusion: options.fusion ?? 'mean', heads: options.heads ?? null };
-    const summary = await this.#post({ type: 'load', ...load, ...fusion });
+    const summary = await this.#changeFusion(fusion, { type: 'load', ...load, ...fusion });
     this.#committed = load;
-    this.#fusion = fusion;
     this.#summary = summary;
     return summary;
   }
@@ -126,11 +132,29 @@ export class AttnflowWorker {
   /** Re-fuses the heads of the loaded input (fusion 'mean'|'max'|'min', heads null = all). */
   async fuse(options = {}) {
     const fusion = { fusion: options.fusion ?? 'mean', heads: options.heads ?? null };
-    await this.#post({ type: 'fuse', ...fusion });
-    this.#fusion = fusion;
+    await this.#changeFusion(fusion, { type: 'fuse', ...fusion });
   }
 
-  /** The current fusion settings of the worker. */
+  /**
+   * Sends a request that sets the fusion. Requests sent after it see the new fusion from the moment
+   * it is sent (a page that compared with the fusion of the last answered request skipped a fuse
+   * it needed while another was still queued, and showed scores of the other fusion).
+   */
+  async #changeFusion(fusion, msg) {
+    this.#fusion = fusion;
+    try {
+      const value = await this.#post(msg);
+      this.#appliedFusion = fusion;
+      return value;
+    } catch (error) {
+      // The worker kept the fusion it had, unless a later request changed it again or a cancel
+      // restarted the worker with this one.
+      if (this.#fusion === fusion && error?.code !== 'E_CANCELLED') this.#fusion = this.#appliedFusion;
+      throw error;
+    }
+  }
+
+  /** The fusion settings that a request sent now is computed with. */
   get fusion() {
     return { ...this.#fusion };
   }

@@ -4,7 +4,7 @@
 // Protocol (every request carries an `id`; every reply echoes it):
 //   {type:'load', source: Blob|ArrayBuffer, name, batch?, tokens?, fusion?, heads?}
 //        -> {type:'result', value: summary}   summary = {tokens, numLayers, numHeads, numTokens,
-//                                                        fused, format, warnings, meta}
+//                                                        fused, format, warnings, meta, causal}
 //   {type:'fuse', fusion, heads}               -> {type:'result', value: null}
 //   {type:'compute', method, options}          -> {type:'result', value: {method, layers, rows,
 //                                                 numTokens, options, scores}}  (scores transferred)
@@ -25,8 +25,28 @@ const PROGRESS_MS = 50;
 
 let data = null;   // AttentionData of the loaded input
 let fused = null;  // FusedAttention for the current fusion settings
+// Why this worker holds no input, if a load failed: the client restarts a worker after a cancel by
+// loading its input again, and if the file can no longer be read (changed on disk), the requests
+// that follow should say so rather than "no attention data is loaded".
+let loadFailure = null;
 
-function summarize(d) {
+/** True when the first rows of layers 1 and L (as fused) put no weight above the diagonal. */
+function looksCausal(f) {
+  const n = f.numTokens;
+  if (n < 3) return false;
+  const rows = [...new Set([0, 1, 2, Math.floor(n / 2)])];
+  const layers = [...new Set([1, f.numLayers])];
+  const r = f.compute('raw', { layers, rows });
+  for (const layer of layers) {
+    for (const row of rows) {
+      const v = r.scoresFor(layer, row);
+      for (let j = row + 1; j < n; j++) if (v[j] !== 0) return false;
+    }
+  }
+  return true;
+}
+
+function summarize(d, f) {
   return {
     tokens: d.tokens,
     numLayers: d.numLayers,
@@ -36,6 +56,7 @@ function summarize(d) {
     format: d.format,
     warnings: d.warnings ?? [],
     meta: d.meta,
+    causal: looksCausal(f),
   };
 }
 
@@ -46,8 +67,12 @@ async function refuse(options) {
   fused = next;
 }
 
+function noInput() {
+  return loadFailure ?? Object.assign(new Error('no attention data is loaded in this worker'), { code: 'E_OPTION' });
+}
+
 function needFused() {
-  if (!fused) throw Object.assign(new Error('no attention data is loaded in this worker'), { code: 'E_OPTION' });
+  if (!fused) throw noInput();
   return fused;
 }
 
@@ -61,22 +86,23 @@ const handlers = {
     const { source, name, batch, tokens } = msg;
     // A Blob (e.g. a File) is read here, off the main thread, and a binary tensor a layer at a
     // time (FileReaderSync): the worker never holds the whole file, and reads it again to re-fuse.
-    const next = await loadAttention(source, { name, batch, tokens });
     const previous = { data, fused };
-    data = next;
-    fused = null;
     try {
+      data = await loadAttention(source, { name, batch, tokens });
+      fused = null;
       await refuse(msg);
     } catch (error) {
       ({ data, fused } = previous);  // keep the previous input usable after a bad file
+      if (!data) loadFailure = error;
       throw error;
     }
+    loadFailure = null;
     previous.fused?.dispose();
-    return { value: summarize(data) };
+    return { value: summarize(data, fused) };
   },
 
   async fuse(msg) {
-    if (!data) throw Object.assign(new Error('no attention data is loaded in this worker'), { code: 'E_OPTION' });
+    if (!data) throw noInput();
     await refuse(msg);
     return { value: null };
   },

@@ -54,6 +54,13 @@ test('AttnflowWorker: results equal the package; errors keep the input; cancel a
     try { await w.compute('flow', { layers: 'all', rows: 'all', onProgress: () => { throw boom; } }); r.throwing = 'resolved'; } catch (e) { r.throwing = e === boom; }
     r.bottleneck = await w.bottleneck(3, 2, 4, { alpha: 0.5 });
     r.mixedLength = (await w.mixedLayer(2, { alpha: 0.7 })).length;
+    // The fusion a request sent now gets: a fuse still queued counts (a page that compared with
+    // the last answered one skipped a fuse it needed); a failed fuse leaves the one before.
+    const queued = w.fuse({ fusion: 'min' });
+    r.queued = w.fusion;
+    await queued;
+    try { await w.fuse({ fusion: 'max', heads: [7] }); r.badHeads = 'fused'; } catch (e) { r.badHeads = e.code; }
+    r.afterBadHeads = w.fusion;
     await w.fuse({ fusion: 'max', heads: [1] });
     r.maxRollout = Array.from((await w.compute('rollout', { rows: [0], alpha: 0.3 })).scoresFor(3, 0));
     // A bad file: rejected with a located error, the previous input (and its fusion) stays loaded.
@@ -85,6 +92,10 @@ test('AttnflowWorker: results equal the package; errors keep the input; cancel a
   assert.ok(['sink', 'source', 'inner'].includes(out.bottleneck.kind));
   assert.ok(Math.abs(out.bottleneck.value - out.bottleneck.cut.reduce((s, e) => s + e.capacity, 0)) < 1e-9, 'cut capacity = flow value');
   assert.equal(out.mixedLength, n * n);
+  assert.equal(out.summary.causal, false);
+  assert.deepEqual(out.queued, { fusion: 'min', heads: null });
+  assert.equal(out.badHeads, 'E_OPTION');
+  assert.deepEqual(out.afterBadHeads, { fusion: 'min', heads: null });
   const wantMax = (await compute(data, 'rollout', { rows: [0], alpha: 0.3, fusion: 'max', heads: [1], layers: [3] })).scoresFor(3, 0);
   out.maxRollout.forEach((v, j) => assert.ok(Math.abs(v - wantMax[j]) <= 1e-12));
   assert.match(out.badCode, /^E_(INPUT|FORMAT)$/);
@@ -190,6 +201,21 @@ test('a File from disk is read in the workers a layer at a time; changed on disk
       }
     });
     assert.match(refused, /^E_INPUT: x\.npy can no longer be read \(NotReadableError\): was it changed, moved or deleted/);
+    // A cancel restarts the worker, which reads the file again: its requests then say why they
+    // have no input (they said "no attention data is loaded in this worker").
+    const afterCancel = await page.evaluate(async () => {
+      const w = window.diskWorker;
+      const pending = w.compute('flow', { layers: 'all', rows: 'all' });
+      w.cancel();
+      await pending.catch(() => {});
+      try {
+        await w.compute('raw');
+        return 'computed';
+      } catch (e) {
+        return `${e.code}: ${e.message}`;
+      }
+    });
+    assert.match(afterCancel, /^E_INPUT: x\.npy can no longer be read/);
     assert.deepEqual(errors, []);
   } finally {
     await page.close();

@@ -372,6 +372,27 @@ test('a bad file shows an error; the previous view stays usable', { timeout: 60_
   await context.close();
 });
 
+test('a click on the view still shown while a file is read does not drop the file', { timeout: 60_000 }, async () => {
+  const { page, context, errors } = await openPage();
+  // Hold the worker's load request for 600 ms, so that the click falls while the file is read.
+  await page.evaluate(() => {
+    const post = Worker.prototype.postMessage;
+    Worker.prototype.postMessage = function delayed(msg, ...rest) {
+      if (msg?.type === 'load') setTimeout(() => post.call(this, msg, ...rest), 600);
+      else post.call(this, msg, ...rest);
+    };
+  });
+  const L = 2;
+  const n = 5;
+  const tokens = Array.from({ length: n }, (_, i) => `w${i}`);
+  await dropJson(page, 'later.json', tokens, randomAttention({ L, H: 2, n, seed: 9 }), L, 2);
+  await page.waitForFunction(() => document.getElementById('status').textContent.startsWith('Reading later.json'));
+  await page.click('[data-testid="token-score"][data-method="rollout"][data-index="1"]');
+  await waitDone(page, { file: 'later.json', count: 3 * n, target: 0 });
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
 test('40 corrupted files in a row: each ends in a view or a coded error, the page never breaks', { timeout: 120_000 }, async () => {
   const { page, context, errors } = await openPage();
   const random = rng(4012);
@@ -464,14 +485,16 @@ test('picking another input token redraws the graph alone; another layer redraws
 
 test('tokens that would not show as themselves: visible forms, no reordered captions, no wide page, inert in CSV', { timeout: 60_000 }, async () => {
   const { page, context, errors } = await openPage();
-  const tokens = ['\u202eright to left', ' ', '', 'x'.repeat(300), '=HYPERLINK("http://example.com")', 'ok'];
+  const tokens = ['\u202eright to left', ' ', '', 'x'.repeat(300), '=HYPERLINK("http://example.com")', 'ok',
+    'b\u0001', 'esc\u001b[31m', '\u0000', 'a\u200bb'];
   const n = tokens.length;
   await page.setInputFiles('[data-testid="attention-file"]', { name: 'odd.json', mimeType: 'application/json', buffer: Buffer.from(toJson(tokens, randomAttention({ L: 2, H: 2, n, seed: 5 }), 2, 2)) });
   await waitDone(page, { file: 'odd.json', count: 3 * n });
   // The contract: a cell's text is the token. What it shows is its visible form.
   const cells = await page.$$eval('[data-testid="token-score"][data-method="flow"]', (els) => els.map((e) => ({ text: e.textContent, shown: e.dataset.shown ?? null })));
   assert.deepEqual(cells.map((c) => c.text), tokens);
-  assert.deepEqual(cells.map((c) => c.shown), ['⟨RLO⟩right to left', '·', '∅', `${'x'.repeat(23)}…`, '=HYPERLINK("http://exam…', null]);
+  assert.deepEqual(cells.map((c) => c.shown), ['⟨RLO⟩right to left', '·', '∅', `${'x'.repeat(23)}…`, '=HYPERLINK("http://exam…', null,
+    'b⟨U+0001⟩', 'esc⟨U+001B⟩[31m', '⟨U+0000⟩', 'a⟨U+200B⟩b']);
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
   assert.ok(overflow <= 1, `a 300-character token does not widen the page (overflow ${overflow}px)`);
   // The read-out names the token by its visible form: no direction control reaches the page's text.
@@ -487,6 +510,16 @@ test('tokens that would not show as themselves: visible forms, no reordered capt
   // A spreadsheet would run the formula token: the CSV gives it a leading apostrophe.
   const csv = await downloadText(page, '#export-csv');
   assert.ok(csv.includes(`"'=HYPERLINK(""http://example.com"")"`), 'formula token defused');
+  // Control characters (not allowed in XML): the SVG exports still parse, the PNG ones still draw.
+  for (const view of ['strips', 'heatmaps', 'graph']) {
+    const svgText = await downloadText(page, `[data-export="${view}"][data-format="svg"]`);
+    const parseError = await page.evaluate((t) => new DOMParser().parseFromString(t, 'image/svg+xml')
+      .querySelector('parsererror')?.textContent ?? null, svgText);
+    assert.equal(parseError, null, `${view}: the SVG export parses`);
+    const [png] = await Promise.all([page.waitForEvent('download', { timeout: 10_000 }),
+      page.click(`[data-export="${view}"][data-format="png"]`)]);
+    assert.match(png.suggestedFilename(), /\.png$/);
+  }
   // The sink select follows the graph: back to "auto" when the target changes.
   await page.selectOption('#sink', '5');
   await waitDone(page);

@@ -15,14 +15,21 @@ const BIDI_CONTROLS = {
 };
 const BIDI_PATTERN = new RegExp(`[${Object.keys(BIDI_CONTROLS).join('')}]`, 'g');
 
+// Other characters that show as nothing or as a box, or that XML 1.0 does not allow (an SVG
+// export holding one would not open): C0 and C1 controls, zero-width characters, noncharacters
+// U+FFFE/U+FFFF and lone surrogates. Shown by code point.
+const HIDDEN_PATTERN = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u00ad\u200b-\u200d\u2060\ufeff\ufffe\uffff]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+const codePoint = (c) => `⟨U+${c.charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}⟩`;
+
 /**
- * A visible form of a token: whitespace and direction controls made visible, so " ", "\n" and
- * "" tokens do not vanish and no token reorders the text around it.
+ * A visible form of a token: whitespace, direction controls and invisible characters made
+ * visible, so " ", "\n" and "" tokens do not vanish, no token reorders the text around it, and
+ * every character can be written into an SVG file.
  */
 export function showToken(text) {
   if (text === '') return '∅';
   return text.replace(/\n/g, '⏎').replace(/\t/g, '⇥').replace(/^ +| +$/g, (m) => '·'.repeat(m.length))
-    .replace(BIDI_PATTERN, (c) => `⟨${BIDI_CONTROLS[c]}⟩`);
+    .replace(BIDI_PATTERN, (c) => `⟨${BIDI_CONTROLS[c]}⟩`).replace(HIDDEN_PATTERN, codePoint);
 }
 
 /** A token as a cell shows it: its visible form, at most 24 characters (longer would widen the page). */
