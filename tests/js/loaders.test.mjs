@@ -530,6 +530,15 @@ test('a byte changed inside a zip entry or a gzip member fails its CRC-32, as in
   // np.savez (stored): the 6th value's lowest mantissa byte, after the .npy header.
   const npz = flipInEntry('att.npz', 'attentions.npy', (z, start) => start + 10 + u16(z, start + 8) + 20);
   await rejects(() => loadAll(npz, { name: 'a.npz' }), 'E_FORMAT', 'a.npz: entry attentions.npy is corrupt', 'CRC-32', 'the archive records 0x');
+  // Every pass over the layers fails, not only the first: a second one (fusing the heads again,
+  // as a second compute on the same input does) read the corrupt bytes without the check.
+  const failsEveryPass = async (input, options, ...parts) => {
+    const d = await load(input, options);
+    for (let pass = 0; pass < 3; pass++) {
+      await rejects(async () => { for (let l = 0; l < d.numLayers; l++) d.layer(l); }, 'E_FORMAT', ...parts);
+    }
+  };
+  await failsEveryPass(npz, { name: 'a.npz' }, 'entry attentions.npy is corrupt');
   // The same read from disk, a layer at a time.
   const dir = mkdtempSync(join(tmpdir(), 'attnflow-crc-'));
   try {

@@ -50,17 +50,24 @@ export function crc32(crc, bytes) {
  * `expected`. Readers go forward (a header, then the layers), so every byte is summed once, on the
  * way. A reader that skips bytes (one batch item of a 5-D array, a tensor that views part of a
  * storage) leaves the rest unchecked: reading it only to check it would cost what the skip saves.
+ * Once the check has failed, every later read fails too: a second pass over the data (fusing the
+ * heads again) reads bytes already summed, and it computed on the corrupt ones.
  * @param {import('./source.mjs').ByteSource} inner
  * @returns {import('./source.mjs').ByteSource}
  */
 export function crcCheckedSource(inner, expected, mismatch) {
   let checkedTo = 0;
   let crc = 0;
-  const verify = () => { if (crc !== expected) mismatch(crc); };
+  let failed = false;
+  const verify = () => {
+    failed = crc !== expected;
+    if (failed) mismatch(crc);
+  };
   if (inner.size === 0) verify();
   return {
     size: inner.size,
     read(offset, length) {
+      if (failed) mismatch(crc);
       const bytes = inner.read(offset, length);
       const end = offset + bytes.length;
       if (offset <= checkedTo && end > checkedTo) {
