@@ -198,7 +198,7 @@ async function main() {
     const { ParallelAttention } = await import('./parallel.mjs');
     const pool = await ParallelAttention.open({ ...input, name, batch: command.batch }, { ...command.options, workers: command.workers, prepare: preparation(command) });
     try {
-      for (const warning of pool.warnings) process.stderr.write(`attnflow: warning: ${warning}\n`);
+      for (const warning of pool.warnings) process.stderr.write(`attnflow: warning: ${oneLine(warning)}\n`);
       const loaded = performance.now();
       const result = await pool.compute(command.method, { ...command.options, onProgress: progressReporter() });
       finish(command, result, started, loaded, performance.now());
@@ -219,7 +219,7 @@ async function main() {
   // and attnflow on warm calls that reuse them.
   if (command.method !== 'raw') fused.prepare(preparation(command));
   // Binary formats check values as layers are read, so warnings are complete only after fusion.
-  for (const warning of data.warnings) process.stderr.write(`attnflow: warning: ${warning}\n`);
+  for (const warning of data.warnings) process.stderr.write(`attnflow: warning: ${oneLine(warning)}\n`);
   const loaded = performance.now();
   const result = fused.compute(command.method, { ...command.options, onProgress: progressReporter() });
   const computed = performance.now();
@@ -231,12 +231,50 @@ function finish(command, result, started, loaded, computed) {
   if (command.timing) {
     process.stderr.write(`${JSON.stringify({ load_ms: loaded - started, compute_ms: computed - loaded })}\n`);
   }
-  process.stdout.write(`${JSON.stringify(result)}\n`);
+  writeResult(result);
 }
+
+const OUTPUT_CHUNK = 1 << 20;
+
+/**
+ * Writes `${JSON.stringify(result)}\n`, the same bytes, a megabyte at a time: as one string the
+ * output passed V8's longest string (2^29 - 24 characters) from ~27 million scores (every layer of
+ * a rollout at L=12, n=1,500) and the CLI crashed with "Invalid string length".
+ */
+function writeResult(result) {
+  const { method, tokens, layers, rows, options } = result;
+  const head = JSON.stringify({ method, tokens, layers, rows, options });
+  let text = `${head.slice(0, -1)},"scores":[`;
+  layers.forEach((layer, l) => {
+    text += l ? ',[' : '[';
+    rows.forEach((row, r) => {
+      text += (r ? ',' : '') + JSON.stringify(Array.from(result.scoresFor(layer, row)));
+      if (text.length >= OUTPUT_CHUNK) {
+        process.stdout.write(text);
+        text = '';
+      }
+    });
+    text += ']';
+  });
+  process.stdout.write(`${text}]}\n`);
+}
+
+/**
+ * A message as one line of the terminal: control characters that came from the file (an escape
+ * sequence in a dtype, a zip entry's name or a pickled class name) are shown as \uXXXX, not run.
+ */
+const oneLine = (text) => String(text).replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+
+process.stdout.on('error', (error) => {
+  // The reader went away (`attnflow ... | head`): nothing more to say to anyone.
+  if (error.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+  process.stderr.write(`attnflow: cannot write the output: ${error.message}\n`);
+  process.exit(1);
+});
 
 main().catch((error) => {
   if (error instanceof AttnflowError) {
-    process.stderr.write(`attnflow: ${error.message.split('\n')[0]}\n`);
+    process.stderr.write(`attnflow: ${oneLine(error.message)}\n`);
     process.exitCode = 2;
   } else {
     process.stderr.write(`attnflow: internal error: ${error?.stack ?? error}\n`);

@@ -6,6 +6,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { compute, loadAttention } from 'attnflow';
 
 const CLI = fileURLToPath(new URL('../../web/cli.mjs', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'attnflow-cli-'));
@@ -59,6 +60,58 @@ test('reads stdin with "-" and reports timing as one JSON line on stderr', () =>
   const timing = JSON.parse(stderr.trim().split('\n').at(-1));
   assert.deepEqual(Object.keys(timing), ['load_ms', 'compute_ms']);
   assert.ok(timing.load_ms >= 0 && timing.compute_ms >= 0);
+});
+
+/** A random row-stochastic input {tokens, attentions} of L layers, 1 head, n tokens. */
+function randomInput(L, n, seed) {
+  let state = seed;
+  const next = () => ((state = (state * 1103515245 + 12345) % 2147483648) / 2147483648);
+  const layer = () => Array.from({ length: n }, () => {
+    const row = Array.from({ length: n }, () => 0.05 + next());
+    const sum = row.reduce((a, b) => a + b, 0);
+    return row.map((v) => v / sum);
+  });
+  return { tokens: Array.from({ length: n }, (_, i) => `t${i}`), attentions: Array.from({ length: L }, () => [layer()]) };
+}
+
+test('output of megabytes is written in parts, the bytes of JSON.stringify(result)', async () => {
+  // As one string, outputs of ~27 million scores passed V8's longest string: a crash.
+  const input = randomInput(3, 150, 7);
+  const path = file('big.json', input);
+  const out = spawnSync(process.execPath, [CLI, 'rollout', path, '--layers', 'all'], { encoding: 'utf8', maxBuffer: 2 ** 26 });
+  assert.equal(out.status, 0, out.stderr);
+  assert.ok(out.stdout.length > 2 ** 20, `${out.stdout.length} characters: more than one part`);
+  const want = await compute(await loadAttention(JSON.stringify(input)), 'rollout', { layers: 'all' });
+  assert.equal(out.stdout, `${JSON.stringify(want)}\n`);
+  // A reader that stops early (`| head`) ends the CLI quietly: it used to print an unhandled EPIPE.
+  const quoted = (p) => `'${p.replaceAll("'", "'\\''")}'`;
+  const early = spawnSync('bash', ['-c', `${quoted(process.execPath)} ${quoted(CLI)} rollout ${quoted(path)} --layers all | head -c 10`], { encoding: 'utf8' });
+  assert.equal(early.stdout, out.stdout.slice(0, 10));
+  assert.equal(early.stderr, '');
+  // A pipe as the file (process substitution, /dev/stdin): read to its end. Its size (0) was
+  // taken for the file's, and the CLI said "empty input".
+  const piped = spawnSync('bash', ['-c', `${quoted(process.execPath)} ${quoted(CLI)} rollout <(cat ${quoted(path)}) --layers all`], { encoding: 'utf8', maxBuffer: 2 ** 26 });
+  assert.equal(piped.stderr, '');
+  assert.equal(piped.stdout, out.stdout);
+  const good = file('good-piped.json', GOOD);
+  const stdin = spawnSync('bash', ['-c', `cat ${quoted(good)} | ${quoted(process.execPath)} ${quoted(CLI)} raw /dev/stdin`], { encoding: 'utf8' });
+  assert.equal(stdin.status, 0, stdin.stderr);
+  assert.deepEqual(JSON.parse(stdin.stdout).tokens, GOOD.tokens);
+});
+
+test('control characters from a file reach the terminal as \\uXXXX, not as escape sequences', () => {
+  // A .npy whose dtype holds ESC [31m (it would turn the terminal red) and a newline.
+  let header = "{'descr': '\u001b[31m<f4\n', 'fortran_order': False, 'shape': (1, 2, 2), }";
+  header += ' '.repeat(63 - ((10 + header.length) % 64)) + '\n';
+  const bytes = Buffer.concat([Buffer.from([0x93]), Buffer.from('NUMPY'), Buffer.from([1, 0, header.length & 0xff, header.length >> 8]),
+    Buffer.from(header, 'latin1'), Buffer.alloc(16)]);
+  const path = join(dir, 'escape.npy');
+  writeFileSync(path, bytes);
+  const { code, stderr } = run(['raw', path]);
+  assert.equal(code, 2);
+  assert.ok(!/[\u0000-\u0009\u000b-\u001f]/.test(stderr), JSON.stringify(stderr));
+  assert.equal(stderr.trim().split('\n').length, 1);
+  assert.match(stderr, /\\u001b\[31m/);
 });
 
 test('--workers splits the flow over worker threads and prints exactly the one-thread output', () => {

@@ -4,21 +4,59 @@
 
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { fail } from '../errors.mjs';
+import { bytesSource } from './source.mjs';
+
+/**
+ * Everything a pipe (or a character device, a socket) gives until its end: such a file has no size
+ * and no positions to read at (`attnflow flow <(zcat x.json.gz)`, or `/dev/stdin`).
+ */
+function readStream(fd, path) {
+  const chunks = [];
+  let total = 0;
+  for (;;) {
+    const chunk = new Uint8Array(1 << 20);
+    let n;
+    try {
+      n = readSync(fd, chunk, 0, chunk.length, null);
+    } catch (error) {
+      if (error.code === 'EAGAIN') continue;  // a non-blocking pipe with nothing in it yet
+      fail('E_INPUT', `cannot read ${path}: ${error.message}`);
+    }
+    if (n === 0) break;
+    chunks.push(chunk.subarray(0, n));
+    total += n;
+  }
+  const bytes = new Uint8Array(total);
+  let at = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, at);
+    at += chunk.length;
+  }
+  return bytes;
+}
 
 /**
  * Opens `path` for reading; call close() when the data read from it is no longer needed.
  * @returns {import('./source.mjs').ByteSource & {close(): void}}
  */
 export function openFileSource(path) {
-  let fd, size;
+  let fd, stat;
   let closed = false;
   try {
     fd = openSync(path, 'r');
-    size = fstatSync(fd).size;
+    stat = fstatSync(fd);
   } catch (error) {
     if (fd !== undefined) closeSync(fd);
     fail('E_INPUT', `cannot read ${path}: ${error.code === 'ENOENT' ? 'no such file' : error.message}`);
   }
+  if (stat.isFIFO() || stat.isCharacterDevice() || stat.isSocket()) {
+    try {
+      return { ...bytesSource(readStream(fd, path)), close() {} };
+    } finally {
+      closeSync(fd);
+    }
+  }
+  const { size } = stat;
   return {
     size,
     read(offset, length) {
