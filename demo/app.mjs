@@ -444,7 +444,8 @@ wireStrips(ui.strips, {
 });
 
 function inspect(info) {
-  if (!info || !summary) {
+  // A cell of the views still shown while another input loads may name a token it does not have.
+  if (!info || !summary || Math.max(info.target, info.index) >= summary.numTokens) {
     ui.readout.textContent = 'Hover or focus a token to see its exact score.';
     return;
   }

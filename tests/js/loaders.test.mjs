@@ -112,6 +112,21 @@ test('the batch option selects the item of a [L][B][H][n][n] input', async () =>
   await rejects(() => load(file('att_f32.npy'), { batch: 1 }), 'E_OPTION', 'no batch axis');
   await rejects(() => load(file('canonical.json'), { batch: -1 }), 'E_OPTION', 'batch');
   await rejects(() => load(file('canonical.json'), { batch: 0.5 }), 'E_OPTION', 'batch');
+  // Messages about a value say which batch item it is in ("layer 2, head 1, ..." sent the user to
+  // another entry of attentions[l][b][h][i][j]).
+  const hf = JSON.parse(readFileSync(new URL('hf.json', DIR), 'utf8'));
+  hf.attentions[1][1][0][1][2] = -0.25;
+  await rejects(() => load(JSON.stringify(hf), { batch: 1 }), 'E_INPUT', 'layer 2, batch 1, head 0, row 1, column 2 is negative');
+  hf.attentions[1][1][0][1] = [0.5, 0.5];
+  await rejects(() => load(JSON.stringify(hf), { batch: 1 }), 'E_INPUT', 'layer 2, batch 1, head 0, row 1 has 2 values');
+  const npy = file('hf_f32.npy').slice();
+  const [L, B, H, n] = [2, 2, 3, 4];  // the fixture's shape
+  const at = npy.length - L * B * H * n * n * 4 + 4 * ((((1 * B + 1) * H + 1) * n + 2) * n + 0);
+  new DataView(npy.buffer, npy.byteOffset).setFloat32(at, Number.NaN, true);
+  await rejects(async () => {
+    const d = await load(npy, { name: 'hf.npy', batch: 1 });
+    for (let l = 0; l < d.numLayers; l++) d.layer(l);
+  }, 'E_INPUT', 'layer 2, batch 1, head 1, row 2, column 0 is NaN');
 });
 
 test('input kinds: string, ArrayBuffer, Uint8Array at an odd offset, Blob, parsed object', async () => {
@@ -326,7 +341,7 @@ test('non-numbers, null, NaN/Infinity strings, negatives', async () => {
   const cases = [
     ['abc', 'is the string "abc"'], [null, 'is null'], ['NaN', 'is the string "NaN"'],
     ['Infinity', 'is the string "Infinity"'], [-0.25, 'is negative (-0.25)'], [true, 'is a boolean'],
-    [[0.5], 'is an array'], [NaN, 'is NaN'], [Infinity, 'is Infinity'],
+    [[0.5], 'is an array'], [NaN, 'is NaN'], [Infinity, 'is Infinity'], [{ v: 0.5 }, 'is an object'],
   ];
   for (const [v, msg] of cases) {
     const x = base(); x.attentions[1][2][3][1] = v;

@@ -43,14 +43,18 @@ export function checkSize(L, H, n) {
   }
 }
 
-/** "layer 2, head 0, row 3" (layer 1-based; head omitted when fused). */
-export function where(l, h, i) {
-  return h < 0 ? `layer ${l + 1}, row ${i}` : `layer ${l + 1}, head ${h}, row ${i}`;
+/**
+ * "layer 2, head 0, row 3" (layer 1-based; head omitted when fused), "layer 2, batch 1, head 0,
+ * row 3" in a layout with a batch axis (`batch` undefined without one).
+ */
+export function where(l, h, i, batch) {
+  const item = batch === undefined ? '' : `, batch ${batch}`;
+  return h < 0 ? `layer ${l + 1}${item}, row ${i}` : `layer ${l + 1}${item}, head ${h}, row ${i}`;
 }
 
 /** Describes a value that is not a finite non-negative number. */
-export function badValueMessage(l, h, i, j, v) {
-  const at = `${where(l, h, i)}, column ${j}`;
+export function badValueMessage(l, h, i, j, v, batch) {
+  const at = `${where(l, h, i, batch)}, column ${j}`;
   if (v === null) return `${at} is null: values must be finite numbers (NaN or Infinity in the export?)`;
   if (typeof v === 'number') {
     if (Number.isNaN(v)) return `${at} is NaN: values must be finite numbers`;
@@ -64,24 +68,26 @@ export function badValueMessage(l, h, i, j, v) {
   if (Array.isArray(v) || ArrayBuffer.isView(v)) {
     return `${at} is an array, expected a number (too many levels of nesting?)`;
   }
-  return `${at} is ${v === undefined ? 'missing' : `a ${typeof v}`}, expected a number`;
+  const what = v === undefined ? 'missing' : v === null ? 'null' : /^[aeiou]/.test(typeof v) ? `an ${typeof v}` : `a ${typeof v}`;
+  return `${at} is ${what}, expected a number`;
 }
 
 /** Tally of rows whose sum is far from 1, summarised into one warning. */
 const MAX_ROW_SUM = 1e300;
 
 export class RowSumTally {
-  constructor() { this.count = 0; this.rows = 0; this.first = null; }
+  /** @param {number} [batch] the batch item read, in a layout with a batch axis (for messages) */
+  constructor(batch) { this.count = 0; this.rows = 0; this.first = null; this.batch = batch; }
   add(l, h, i, sum) {
     // Rows are re-normalised after the heads are summed: a sum this large would overflow there
     // (two values of 1e308 sum to Infinity, and the row would come out as 0).
     if (!(sum <= MAX_ROW_SUM)) {
-      fail('E_INPUT', `${where(l, h, i)} sums to ${sum}: attention weights are shares (rows sum to 1), ` +
+      fail('E_INPUT', `${where(l, h, i, this.batch)} sums to ${sum}: attention weights are shares (rows sum to 1), ` +
         `and rows summing to more than ${MAX_ROW_SUM} cannot be normalised without overflow; scale them down`);
     }
     this.rows++;
     if (!(Math.abs(sum - 1) <= ROW_SUM_TOLERANCE)) {
-      if (this.count++ === 0) this.first = `${where(l, h, i)} sums to ${+sum.toPrecision(6)}`;
+      if (this.count++ === 0) this.first = `${where(l, h, i, this.batch)} sums to ${+sum.toPrecision(6)}`;
     }
   }
   message() {
@@ -120,17 +126,17 @@ export function checkLayerValues(a, l, H, n, tally) {
       const sum = (s0 + s1) + (s2 + s3);
       // +Infinity passes v >= 0 but makes the sum infinite (a sum of finite values can overflow
       // to Infinity too: then the rescan finds nothing and the tally's limit reports the row).
-      if (bad || sum === Infinity) throwFirstBadValue(a, k, l, H, h, i, n);
+      if (bad || sum === Infinity) throwFirstBadValue(a, k, l, H, h, i, n, tally.batch);
       tally.add(l, H ? h : -1, i, sum);
     }
   }
 }
 
 /** Fails with the first value of the row at a[k..k+n) that is not finite and >= 0, if any. */
-function throwFirstBadValue(a, k, l, H, h, i, n) {
+function throwFirstBadValue(a, k, l, H, h, i, n, batch) {
   for (let j = 0; j < n; j++) {
     const v = a[k + j];
-    if (!(v >= 0) || v === Infinity) fail('E_INPUT', badValueMessage(l, H ? h : -1, i, j, v));
+    if (!(v >= 0) || v === Infinity) fail('E_INPUT', badValueMessage(l, H ? h : -1, i, j, v, batch));
   }
 }
 
@@ -174,10 +180,11 @@ export function typeName(v) {
  * @param {RowSumTally} [s.tally] row-sum tally (filled already when `checked`)
  * @param {string[]} [s.warnings] other warnings
  * @param {Record<string, unknown>} [s.meta]
+ * @param {number} [s.batch] the batch item read, in a layout with a batch axis (for messages)
  */
 export function makeAttentionData(s) {
   const { numLayers: L, numHeads: H, numTokens: n, readLayer } = s;
-  const tally = s.tally || new RowSumTally();
+  const tally = s.tally || new RowSumTally(s.batch);
   const fixed = s.warnings ? s.warnings.slice() : [];
   const done = new Uint8Array(L); // layers whose values were validated
   if (s.checked) done.fill(1);

@@ -212,7 +212,7 @@ export function loadAttentionSync(input, options) {
     fail('E_INPUT', `a ${input.constructor.name} was given; pass the file's bytes (Uint8Array or ArrayBuffer) ` +
       'or an object {tokens, attentions}');
   }
-  if (typeof input !== 'object') fail('E_INPUT', `cannot load a ${typeof input}; pass JSON text, bytes, a Blob or an object`);
+  if (typeof input !== 'object') fail('E_INPUT', `cannot load ${/^[aeiou]/.test(typeof input) ? 'an' : 'a'} ${typeof input}; pass JSON text, bytes, a Blob or an object`);
   return fromJsonValue(input, opts);
 }
 

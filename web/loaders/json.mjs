@@ -244,7 +244,8 @@ export function fromJsonValue(value, options = {}) {
   checkSize(L, H, n);
 
   const heads = Math.max(H, 1);
-  const tally = new RowSumTally();
+  const item = depth === 5 ? batch : undefined;  // named in messages about a batch layout
+  const tally = new RowSumTally(item);
   const layers = new Array(L);
   for (let l = 0; l < L; l++) {
     let node = att[l];
@@ -258,25 +259,26 @@ export function fromJsonValue(value, options = {}) {
     for (let h = 0; h < heads; h++) {
       let mat = node;
       const hh = H ? h : -1;
-      const whereMat = H ? `layer ${l + 1}, head ${h}` : `layer ${l + 1}`;
+      const inItem = item === undefined ? '' : `, batch ${item}`;
+      const whereMat = H ? `layer ${l + 1}${inItem}, head ${h}` : `layer ${l + 1}${inItem}`;
       if (H) {
-        if (!isArr(node)) fail('E_INPUT', `layer ${l + 1} is ${typeName(node)}, expected an array of ${H} heads`);
-        if (node.length !== H) fail('E_INPUT', `layer ${l + 1} has ${node.length} heads, expected ${H} (as in layer 1)`);
+        if (!isArr(node)) fail('E_INPUT', `layer ${l + 1}${inItem} is ${typeName(node)}, expected an array of ${H} heads`);
+        if (node.length !== H) fail('E_INPUT', `layer ${l + 1}${inItem} has ${node.length} heads, expected ${H} (as in layer 1)`);
         mat = node[h];
       }
       if (!isArr(mat)) fail('E_INPUT', `${whereMat} is ${typeName(mat)}, expected an array of ${n} rows`);
       if (mat.length !== n) fail('E_INPUT', `${whereMat} has ${mat.length} rows, expected ${n}`);
       for (let i = 0; i < n; i++) {
         const row = mat[i];
-        if (!isArr(row)) fail('E_INPUT', `${where(l, hh, i)} is ${typeName(row)}, expected an array of ${n} numbers`);
+        if (!isArr(row)) fail('E_INPUT', `${where(l, hh, i, item)} is ${typeName(row)}, expected an array of ${n} numbers`);
         if (row.length !== n) {
           const sq = l === 0 && h === 0 && i === 0 ? ` (matrices must be square: ${n} rows, so ${n} values per row)` : '';
-          fail('E_INPUT', `${where(l, hh, i)} has ${row.length} value${row.length === 1 ? "" : "s"}, expected ${n}${sq}`);
+          fail('E_INPUT', `${where(l, hh, i, item)} has ${row.length} value${row.length === 1 ? "" : "s"}, expected ${n}${sq}`);
         }
         let sum = 0;
         for (let j = 0; j < n; j++) {
           const v = row[j];
-          if (typeof v !== 'number' || !(v >= 0) || v === Infinity) fail('E_INPUT', badValueMessage(l, hh, i, j, v));
+          if (typeof v !== 'number' || !(v >= 0) || v === Infinity) fail('E_INPUT', badValueMessage(l, hh, i, j, v, item));
           out[k++] = v;
           sum += v;
         }

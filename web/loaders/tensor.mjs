@@ -75,6 +75,7 @@ export function fromTensor(t) {
   const layerBytes = per * dtype.size;
   return makeAttentionData({
     format: t.format, tokens, numLayers: L, numHeads: H, numTokens: n, meta: t.meta,
+    batch: shape.length === 5 ? batch : undefined,
     readLayer: (l) => readFloats(source.read(offset + (l * B + batch) * layerBytes, layerBytes), 0, per, dtype),
     checked: false,
   });

@@ -204,7 +204,7 @@ const typeOf = (x) => {
   if (isSequence(x)) return `a list of ${x.length}`;
   if (isDict(x)) return `a dict with keys ${[...x.keys()].map((k) => JSON.stringify(k)).join(', ') || '(none)'}`;
   if (x === null) return 'None';
-  return `a ${typeof x}`;
+  return /^[aeiou]/.test(typeof x) ? `an ${typeof x}` : `a ${typeof x}`;
 };
 
 /** Whether the tensor's elements are laid out in C order without gaps (size-1 dims may have any stride). */
