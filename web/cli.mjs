@@ -120,6 +120,9 @@ function parseCommandLine(argv) {
     receptiveField: Boolean(values['receptive-field']),
   };
   const batch = values.batch === undefined ? undefined : number('batch', values.batch);
+  if (batch !== undefined && !(Number.isInteger(batch) && batch >= 0)) {
+    fail('E_OPTION', `--batch must be a non-negative integer (got ${values.batch})`);
+  }
   const workers = values.workers === undefined ? undefined : number('workers', values.workers);
   if (workers !== undefined) checkWorkerCount(workers);
   return { method, file, options, batch, workers, timing: Boolean(values.timing) };
