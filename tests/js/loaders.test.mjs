@@ -667,6 +667,21 @@ test('npz: tokens dtypes, candidates, pickled tokens', async () => {
   for (let i = 0; i < h.length; i++) obj[10 + i] = h.charCodeAt(i);
   const pick = zipSync({ 'attentions.npy': npyOf('att_f32.npy'), 'tokens.npy': obj }, { level: 0 });
   await rejects(() => load(pick), 'E_INPUT', 'pickled');
+  // Fixed-width strings lose only their trailing NULs, as numpy reads them (a NUL inside stays:
+  // "a\0b" was read as "a").
+  const strings = (descr, unit, tokens) => {
+    let header = `{'descr': '${descr}', 'fortran_order': False, 'shape': (${tokens.length},), }`;
+    header += ' '.repeat(63 - ((10 + header.length) % 64)) + '\n';
+    const out = new Uint8Array(10 + header.length + tokens.length * 3 * unit);
+    out.set([0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59, 1, 0, header.length, 0]);
+    for (let i = 0; i < header.length; i++) out[10 + i] = header.charCodeAt(i);
+    tokens.forEach((t, k) => [...t].forEach((c, i) => { out[10 + header.length + (k * 3 + i) * unit] = c.charCodeAt(0); }));
+    return out;
+  };
+  for (const [descr, unit] of [['<U3', 4], ['|S3', 1]]) {
+    const npz = zipSync({ 'attentions.npy': npyOf('att_f32.npy'), 'tokens.npy': strings(descr, unit, ['a\0b', '', 'c', 'dd']) }, { level: 0 });
+    assert.deepEqual((await load(npz)).tokens, ['a\0b', '', 'c', 'dd'], descr);
+  }
 });
 
 test('PyTorch files: only data is read; other objects, dtypes and layouts get a clear error', async () => {

@@ -125,21 +125,23 @@ export function npyStrings(bytes, what) {
   const dv = new DataView(bytes.buffer, bytes.byteOffset + h.dataOffset, need);
   const le = m[1] !== '>';
   const utf8 = new TextDecoder('utf-8');
+  // numpy pads each string with NULs and strips only the trailing ones: a NUL inside stays.
   for (let k = 0; k < count; k++) {
     const base = k * width * unit;
     if (unit === 4) {
+      let end = width;
+      while (end > 0 && dv.getUint32(base + (end - 1) * 4, le) === 0) end--;
       let s = '';
-      for (let c = 0; c < width; c++) {
+      for (let c = 0; c < end; c++) {
         const cp = dv.getUint32(base + c * 4, le);
-        if (cp === 0) break;
         if (cp > 0x10ffff) fail('E_INPUT', `${what}[${k}] holds an invalid code point ${cp}`);
         s += String.fromCodePoint(cp);
       }
       out[k] = s;
     } else {
-      let e = 0;
-      while (e < width && bytes[h.dataOffset + base + e] !== 0) e++;
-      out[k] = utf8.decode(bytes.subarray(h.dataOffset + base, h.dataOffset + base + e));
+      let end = width;
+      while (end > 0 && bytes[h.dataOffset + base + end - 1] === 0) end--;
+      out[k] = utf8.decode(bytes.subarray(h.dataOffset + base, h.dataOffset + base + end));
     }
   }
   if (h.shape.length === 0) {
