@@ -90,10 +90,13 @@ const SNIFF_BYTES = 4096;
 
 /**
  * The whole content of gzip data, inflated a chunk at a time, refused as soon as it passes what
- * a JSON text may hold: its size trailer counts modulo 4 GiB, so it cannot bound the output.
+ * a JSON text may hold: its size trailer counts modulo 4 GiB, so it cannot bound the output. A
+ * trailer of more than that limit is refused before inflating (each worker of a pool inflated
+ * such a file to the limit: ~0.7 GB of memory each).
  * `mismatch(computed)` throws when the content's CRC-32 is not the trailer's `expected`.
  */
-function gunzipJson(source, name, corrupt, expected, mismatch) {
+function gunzipJson(source, name, corrupt, expected, mismatch, isize) {
+  if (isize > MAX_JSON_BYTES) jsonTooLarge(name, `${megabytes(isize)} once inflated, says the gzip trailer`);
   const chunks = [];
   let produced = 0;
   let crc = 0;
@@ -144,7 +147,7 @@ function loadGzip(source, opts, gzDepth) {
   const inner = crcCheckedSource(inflatingSource(source, isize, () => new Gunzip(), corrupt), expected, mismatch);
   const format = detectFormat(inner.read(0, SNIFF_BYTES));
   if (format === 'npy' || format === 'npz' || format === 'safetensors') return loadSource(inner, opts, gzDepth + 1);
-  return loadSource(bytesSource(gunzipJson(source, opts.name, corrupt, expected, mismatch)), opts, gzDepth + 1);
+  return loadSource(bytesSource(gunzipJson(source, opts.name, corrupt, expected, mismatch, isize)), opts, gzDepth + 1);
 }
 
 /**
