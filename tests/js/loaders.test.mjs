@@ -488,6 +488,15 @@ test('npy shape, dtype and order problems', async () => {
   // BERT-large (L=24, H=16, n=512) is fine for the guard: only the byte count fails here.
   await rejects(() => load(npy('<f4', [24, 16, 512, 512], 0)), 'E_FORMAT', 'truncated');
   await rejects(() => load(npy('<f4', [1, 1, 2, 2, 2], 32), { batch: 1 }), 'E_OPTION', 'B = 1');
+  // A key given twice: numpy keeps the last, a reader of the first would see another tensor.
+  const twice = npy('<f4', [1, 1, 2, 2], 16);
+  const hlen = twice[8] | (twice[9] << 8);
+  const text = new TextDecoder('latin1').decode(twice.subarray(10, 10 + hlen));
+  const extra = "'shape': (1, 2, 2), ";
+  const repeated = text.replace('}', `${extra}}`).replace(new RegExp(` {${extra.length}}\n$`), '\n');
+  assert.equal(repeated.length, hlen);
+  twice.set(Uint8Array.from(repeated, (c) => c.charCodeAt(0)), 10);
+  await rejects(() => load(twice), 'E_FORMAT', "gives 'shape' more than once");
 });
 
 test('JSON objects too large for wasm32 are refused before packing', async () => {

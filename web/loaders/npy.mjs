@@ -38,6 +38,13 @@ export function parseNpyHeader(bytes, what = 'the .npy file') {
   const { major, start, hlen } = headerSpan(bytes, what);
   checkHeaderFits(start + hlen, bytes.length, what);
   const header = new TextDecoder(major === 3 ? 'utf-8' : 'latin1').decode(bytes.subarray(start, start + hlen));
+  // numpy's own reader keeps the last of repeated keys, this one would take the first: refused, so
+  // that the same bytes never read as two different tensors.
+  for (const key of ['descr', 'fortran_order', 'shape']) {
+    if ((header.match(new RegExp(`['"]${key}['"]\\s*:`, 'g')) ?? []).length > 1) {
+      fail('E_FORMAT', `${what}: the .npy header gives '${key}' more than once: ${JSON.stringify(header.slice(0, 120))}`);
+    }
+  }
   const descr = /['"]descr['"]\s*:\s*['"]([^'"]*)['"]/.exec(header);
   const fortran = /['"]fortran_order['"]\s*:\s*(True|False)/.exec(header);
   const shape = /['"]shape['"]\s*:\s*\(([^)]*)\)/.exec(header);
