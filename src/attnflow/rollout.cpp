@@ -48,10 +48,10 @@ inline float toFloatFlushed(double v) {
 // because the error of a float32 sum grows with its length: on one causal head with most of
 // each row on token 0 (rollout every layer against float64, WASM), all n products summed in
 // float32 erred by 2.6e-7 at n = 512 and 4.1e-7 at n = 1,024, where the issue allows 1e-6;
-// blocks of 64 gave 1.5e-7 at both. The cost: the whole rollout at L=24, n=512 5-10% slower
-// (best of 7 calls, alternating processes: 224-243 -> 246-266 ms). Blocks of 32 (1.5e-7 ->
-// ~1.2e-7) cost 20%, and so did the float64 sums moved out of the rows' loop (to spare
-// registers).
+// blocks of 64 gave 1.5e-7 at both (natively, on the doctest's input: 4.6e-7 unblocked, 2.1e-7,
+// 1.5e-7 and 1.0e-7 with blocks of 64, 32 and 16). The cost: the whole rollout at L=24, n=512
+// 5-10% slower (best of 7 calls, alternating processes: 224-243 -> 246-266 ms). Blocks of 32
+// cost ~20%, and the float64 sums moved out of the rows' loop (to spare registers) ~25%.
 using Float4 = float __attribute__((vector_size(16)));
 using Double4 = double __attribute__((vector_size(32)));
 constexpr std::size_t kPanel = 16;

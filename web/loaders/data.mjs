@@ -68,8 +68,7 @@ export function badValueMessage(l, h, i, j, v, batch) {
   if (Array.isArray(v) || ArrayBuffer.isView(v)) {
     return `${at} is an array, expected a number (too many levels of nesting?)`;
   }
-  const what = v === undefined ? 'missing' : v === null ? 'null' : /^[aeiou]/.test(typeof v) ? `an ${typeof v}` : `a ${typeof v}`;
-  return `${at} is ${what}, expected a number`;
+  return `${at} is ${typeName(v)}, expected a number`;
 }
 
 /** Tally of rows whose sum is far from 1, summarised into one warning. */
@@ -164,8 +163,11 @@ export function typeName(v) {
   if (ArrayBuffer.isView(v)) return `a ${v.constructor.name}`;
   const kind = typeof v;
   if (kind === 'undefined') return 'missing';
-  return `${kind === 'object' ? 'an' : 'a'} ${kind}`;
+  return withArticle(kind);
 }
+
+/** "an object", "a boolean". */
+export const withArticle = (word) => `${/^[aeiou]/.test(word) ? 'an' : 'a'} ${word}`;
 
 /**
  * Builds the AttentionData object.

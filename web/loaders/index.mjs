@@ -12,6 +12,7 @@ import { listZip } from './zip.mjs';
 import { crc32, crcCheckedSource, crcText } from './crc32.mjs';
 import { isSafetensors, loadSafetensors } from './safetensors.mjs';
 import { blobSource, bytesSource, canReadBlobsInPlace, inflatingSource } from './source.mjs';
+import { withArticle } from './data.mjs';
 
 export { MAX_WASM_BYTES, ROW_SUM_TOLERANCE } from './data.mjs';
 
@@ -215,7 +216,7 @@ export function loadAttentionSync(input, options) {
     fail('E_INPUT', `a ${input.constructor.name} was given; pass the file's bytes (Uint8Array or ArrayBuffer) ` +
       'or an object {tokens, attentions}');
   }
-  if (typeof input !== 'object') fail('E_INPUT', `cannot load ${/^[aeiou]/.test(typeof input) ? 'an' : 'a'} ${typeof input}; pass JSON text, bytes, a Blob or an object`);
+  if (typeof input !== 'object') fail('E_INPUT', `cannot load ${withArticle(typeof input)}; pass JSON text, bytes, a Blob or an object`);
   return fromJsonValue(input, opts);
 }
 

@@ -12,6 +12,7 @@
 import { fail } from '../errors.mjs';
 import { readEntry, entrySource } from './zip.mjs';
 import { fromTensor, shapeCount, shapeStr } from './tensor.mjs';
+import { withArticle } from './data.mjs';
 
 // The pickle of a torch.save zip: `<archive>/data.pkl`.
 const DATA_PKL = /^[^/]+\/data\.pkl$/;
@@ -204,7 +205,7 @@ const typeOf = (x) => {
   if (isSequence(x)) return `a list of ${x.length}`;
   if (isDict(x)) return `a dict with keys ${[...x.keys()].map((k) => JSON.stringify(k)).join(', ') || '(none)'}`;
   if (x === null) return 'None';
-  return /^[aeiou]/.test(typeof x) ? `an ${typeof x}` : `a ${typeof x}`;
+  return withArticle(typeof x);
 };
 
 /** Whether the tensor's elements are laid out in C order without gaps (size-1 dims may have any stride). */
