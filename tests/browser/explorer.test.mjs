@@ -790,6 +790,10 @@ test('narrow screen layout and screenshot', { timeout: 60_000 }, async () => {
   assert.ok(overflow <= 1, `no horizontal scrolling (overflow ${overflow}px)`);
   await page.screenshot({ path: `${OUT}explorer-390x844.png` });
   await page.screenshot({ path: `${OUT}explorer-390-full.png`, fullPage: true });
+  // The narrowest phones (320 px): the 300 px legends used to overflow by 5 px.
+  await page.setViewportSize({ width: 320, height: 640 });
+  const narrowest = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+  assert.ok(narrowest <= 1, `no horizontal scrolling at 320 px (overflow ${narrowest}px)`);
   assert.deepEqual(errors, []);
   await context.close();
 });
