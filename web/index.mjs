@@ -2,7 +2,7 @@
 // WebAssembly module, then compute raw attention, rollout or exact attention flow.
 import { AttnflowError, fail, shown } from './errors.mjs';
 import { call, loadModule, readDoubles, withAllocation, withDoubles, withInts } from './engine.mjs';
-import { resolveCompute, resolveFusion } from './options.mjs';
+import { checkOptionsObject, resolveCompute, resolveFusion } from './options.mjs';
 import { Result } from './result.mjs';
 import { MAX_WASM_BYTES } from './loaders/data.mjs';
 
@@ -168,20 +168,32 @@ export class FusedAttention {
     return withInts(M, rows, (rowsAddress) =>
       withAllocation(M, layers.length * perLayer * 8, (out) => {
         if (method === 'flow') {
-          const onProgress = options.onProgress
-            ? (done, total) => options.onProgress(done, total) !== false
-            : undefined;
+          // What the caller's callbacks throw ends the call with that very error: call() would
+          // take a RangeError (or a message with "memory") for the module running out of memory.
+          let thrown = null;
+          const guarded = (fn) => fn && ((...args) => {
+            try {
+              return fn(...args);
+            } catch (error) {
+              thrown ??= { error };
+              throw error;
+            }
+          });
+          const onProgress = guarded(options.onProgress && ((done, total) => options.onProgress(done, total) !== false));
           const sinkValues = checkedSinkValues(options.sinkValues, n);
           const sourceFlags = checkedSourceFlags(options.sourceFlags, layers.length * rows.length);
           const requestRows = checkedRequestRows(options.requestRows, rows.length);
           if (options.claim !== undefined && typeof options.claim !== 'function') {
             fail('E_OPTION', 'claim must be a function returning the next unit to compute');
           }
+          const claim = guarded(options.claim);
           this.#inFlow = true;
           try {
             withInts(M, layers, (layersAddress) => withDoubles(M, sinkValues, (sinkAddress) => withInts(M, sourceFlags, (flagsAddress) => call(M, () => session.flow(
               alpha, discard, layersAddress, layers.length, rowsAddress, rows.length, normalize, receptiveField,
-              sinkValues.length ? sinkAddress : 0, sourceFlags.length ? flagsAddress : 0, requestRows, options.claim, onProgress, out)))));
+              sinkValues.length ? sinkAddress : 0, sourceFlags.length ? flagsAddress : 0, requestRows, claim, onProgress, out)))));
+          } catch (error) {
+            throw thrown ? thrown.error : error;
           } finally {
             this.#inFlow = false;
           }
@@ -201,6 +213,7 @@ export class FusedAttention {
   }
 
   bottleneck(layer, row, token, options = {}) {
+    checkOptionsObject(options);
     const session = this.#live();
     const { alpha, discard, layers: [checkedLayer], rows: [checkedRow] } = resolveCompute('flow',
       { alpha: options.alpha, discard: options.discard, layers: [layer], rows: [row] }, this);
@@ -218,6 +231,7 @@ export class FusedAttention {
    * caller time a computation apart from preparing its input.
    */
   prepare(options = {}) {
+    checkOptionsObject(options);
     const session = this.#live();
     const { alpha, discard, rows } = resolveCompute('rollout',
       { alpha: options.alpha, discard: options.discard, rows: options.rows ?? [0] }, this);
@@ -230,6 +244,7 @@ export class FusedAttention {
   }
 
   mixedLayer(layer, options = {}) {
+    checkOptionsObject(options);
     const session = this.#live();
     const M = this.#module;
     const { alpha, discard, layers: [checkedLayer] } = resolveCompute('rollout',

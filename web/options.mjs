@@ -32,7 +32,7 @@ export function checkWorkerCount(count) {
 }
 
 /** Options left out (undefined) are {}; anything else but an object is refused. */
-function checkOptionsObject(options) {
+export function checkOptionsObject(options) {
   if (options === null || typeof options !== 'object') {
     fail('E_OPTION', `options must be an object (got ${options === null ? 'null' : typeof options})`);
   }

@@ -141,7 +141,7 @@ async function handle(message) {
         ? await loadAttention(bytes, { name, batch, tokens })
         : await (await import('./node.mjs')).openAttentionFile(path, { name, batch, tokens });
       try {
-        fused = await FusedAttention.create(data, data.fused ? {} : { fusion, heads });
+        fused = await FusedAttention.create(data, { fusion, heads });
       } finally {
         data.close?.();  // a file: every layer has been read into the fused stack
       }

@@ -257,6 +257,8 @@ export class ParallelAttention {
     // One worker has nothing to balance.
     const counter = balance === 'dynamic' && count > 1 ? new Int32Array(new SharedArrayBuffer(12)) : null;
     const messages = await loadMessages(input, count);
+    // An abort before the listener below is added (during the awaits above) is seen here.
+    if (signal?.aborted) throw cancelled();
     const slots = [];
     let onAbort;
     try {

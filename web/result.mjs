@@ -7,7 +7,7 @@ export class Result {
   /** scores: flat Float64Array [layers.length][rows.length][tokens.length]. */
   constructor({ method, tokens, layers, rows, options, scores }) {
     this.method = method;
-    this.tokens = tokens;
+    this.tokens = Array.from(tokens);  // its own: a caller changing it changes no other result
     this.layers = layers;
     this.rows = rows;
     this.numTokens = tokens.length;

@@ -138,6 +138,13 @@ test('a result describes itself and serialises as the CLI prints it', async () =
   assert.deepEqual(Object.keys(json), ['method', 'tokens', 'layers', 'rows', 'options', 'scores']);
   assert.deepEqual(json.scores[1][1], Array.from(result.scoresFor(3, 4)));
   assert.throws(() => result.scoresFor(2, 0), { code: 'E_OPTION' });
+  // Each result has its own tokens: changing them changes neither the input nor later results.
+  const fused = await FusedAttention.create(data);
+  const first = fused.compute('raw', { rows: [0] });
+  first.tokens[0] = 'changed';
+  assert.equal(fused.tokens[0], data.tokens[0]);
+  assert.equal(fused.compute('raw', { rows: [0] }).tokens[0], data.tokens[0]);
+  fused.dispose();
 });
 
 test('progress reaches the total, and returning false cancels with E_CANCELLED', async () => {
@@ -148,6 +155,13 @@ test('progress reaches the total, and returning false cancels with E_CANCELLED',
   assert.throws(() => fused.compute('flow', { layers: 'all', onProgress: () => false }),
     (error) => error instanceof AttnflowError && error.code === 'E_CANCELLED');
   // The session stays usable after a cancelled run.
+  assert.equal(fused.compute('flow', { rows: [0] }).scores.length, 40);
+  // What a callback throws ends the call as it is: a RangeError, or a message with "memory", was
+  // taken for the module running out of memory (E_TOO_LARGE).
+  for (const error of [new RangeError('mine'), new Error('out of memory in my own code')]) {
+    assert.throws(() => fused.compute('flow', { layers: 'all', onProgress: () => { throw error; } }), (e) => e === error);
+    assert.throws(() => fused.compute('flow', { layers: 'all', claim: () => { throw error; } }), (e) => e === error);
+  }
   assert.equal(fused.compute('flow', { rows: [0] }).scores.length, 40);
   fused.dispose();
 });
@@ -232,6 +246,9 @@ test('bad options are E_OPTION errors that name the option', async () => {
     [() => fused.compute('rollout', { receptiveField: 1 }), /receptiveField must be true or false/],
     [() => fused.compute('flow', null), /options must be an object \(got null\)/],
     [() => fused.compute('flow', { onProgress: 5 }), /onProgress must be a function/],
+    [() => fused.bottleneck(2, 0, 1, null), /options must be an object \(got null\)/],
+    [() => fused.prepare(null), /options must be an object \(got null\)/],
+    [() => fused.mixedLayer(1, null), /options must be an object \(got null\)/],
   ];
   for (const [run, message] of cases) assert.throws(run, (e) => e.code === 'E_OPTION' && message.test(e.message));
   await assert.rejects(FusedAttention.create(data, { heads: [3] }), { code: 'E_OPTION', message: /heads: 3 is out of range/ });

@@ -427,6 +427,18 @@ test('invalid options are refused with E_OPTION', async () => {
   await assert.rejects(computeParallel({ bytes }, 'flow', { balance: 'even' }), { code: 'E_OPTION', message: /balance must be 'dynamic' or 'static'/ });
   await assert.rejects(computeParallel({ bytes: [1, 2, 3] }, 'flow', {}), (error) => error.code === 'E_INPUT');
   await assert.rejects(computeParallel({ bytes, path: 'x.npy' }, 'flow', {}), { code: 'E_INPUT', message: /both bytes and path/ });
+  // Pre-fused input: heads and fusion are checked as FusedAttention.create checks them (they were
+  // not, and the bad values were copied into every result's options).
+  const prefused = new TextEncoder().encode(JSON.stringify({ attentions: [[[0.5, 0.5], [0.25, 0.75]]] }));
+  await assert.rejects(computeParallel({ bytes: prefused }, 'flow', { heads: [0], workers: 2 }), { code: 'E_OPTION', message: /already fused/ });
+  await assert.rejects(computeParallel({ bytes: prefused }, 'flow', { fusion: 'bogus', workers: 2 }), { code: 'E_OPTION', message: /fusion must be one of/ });
+});
+
+test('an abort right after open() is called, before the workers start, rejects it with E_CANCELLED', async () => {
+  const controller = new AbortController();
+  const opening = ParallelAttention.open({ bytes: syntheticNpy(SMALL) }, { workers: 2, signal: controller.signal });
+  controller.abort();  // during open's first await: it used to resolve with a working pool
+  await assert.rejects(opening, { code: 'E_CANCELLED' });
 });
 
 test('a claiming worker waits until every part has written its sink values into shared memory', async () => {
