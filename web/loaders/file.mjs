@@ -4,7 +4,7 @@
 
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { fail } from '../errors.mjs';
-import { bytesSource } from './source.mjs';
+import { bytesSource, joinChunks } from './source.mjs';
 
 /**
  * Everything a pipe (or a character device, a socket) gives until its end: such a file has no size
@@ -26,13 +26,7 @@ function readStream(fd, path) {
     chunks.push(chunk.subarray(0, n));
     total += n;
   }
-  const bytes = new Uint8Array(total);
-  let at = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, at);
-    at += chunk.length;
-  }
-  return bytes;
+  return joinChunks(chunks, total);
 }
 
 /**

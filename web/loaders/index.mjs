@@ -11,7 +11,7 @@ import { isTorchZip, loadTorch } from './torch.mjs';
 import { listZip } from './zip.mjs';
 import { crc32, crcCheckedSource, crcText } from './crc32.mjs';
 import { isSafetensors, loadSafetensors } from './safetensors.mjs';
-import { blobSource, bytesSource, canReadBlobsInPlace, inflatingSource } from './source.mjs';
+import { blobSource, bytesSource, canReadBlobsInPlace, inflatingSource, joinChunks } from './source.mjs';
 import { withArticle } from './data.mjs';
 
 export { MAX_WASM_BYTES, ROW_SUM_TOLERANCE } from './data.mjs';
@@ -119,13 +119,7 @@ function gunzipJson(source, name, corrupt, expected, mismatch, isize) {
     }
   }
   if (crc !== expected) mismatch(crc);
-  const content = new Uint8Array(produced);
-  let offset = 0;
-  for (const chunk of chunks) {
-    content.set(chunk, offset);
-    offset += chunk.length;
-  }
-  return content;
+  return joinChunks(chunks, produced);
 }
 
 /**

@@ -245,6 +245,7 @@ export function fromJsonValue(value, options = {}) {
 
   const heads = Math.max(H, 1);
   const item = depth === 5 ? batch : undefined;  // named in messages about a batch layout
+  const inItem = item === undefined ? '' : `, batch ${item}`;
   const tally = new RowSumTally(item);
   const layers = new Array(L);
   for (let l = 0; l < L; l++) {
@@ -259,7 +260,6 @@ export function fromJsonValue(value, options = {}) {
     for (let h = 0; h < heads; h++) {
       let mat = node;
       const hh = H ? h : -1;
-      const inItem = item === undefined ? '' : `, batch ${item}`;
       const whereMat = H ? `layer ${l + 1}${inItem}, head ${h}` : `layer ${l + 1}${inItem}`;
       if (H) {
         if (!isArr(node)) fail('E_INPUT', `layer ${l + 1}${inItem} is ${typeName(node)}, expected an array of ${H} heads`);

@@ -18,6 +18,17 @@ export function bytesSource(bytes) {
   return { size: bytes.length, read: (offset, length) => bytes.subarray(offset, offset + length) };
 }
 
+/** The chunks (`total` bytes in all) as one array, in order. */
+export function joinChunks(chunks, total) {
+  const bytes = new Uint8Array(total);
+  let at = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, at);
+    at += chunk.length;
+  }
+  return bytes;
+}
+
 /** The part [start, start + size) of a source, as a source of its own. @returns {ByteSource} */
 export function sliceSource(source, start, size) {
   return {
