@@ -616,6 +616,27 @@ test('unknown content, invalid JSON, nested gzip', async () => {
   await rejects(() => load(new Uint8Array([0xc3, 0x28, 0x7b])), 'E_FORMAT');
 });
 
+test('gzip members joined end to end, or zero padding after the data: refused with what to do', async () => {
+  // Python's gzip reads both; attnflow reads a .npy.gz a layer at a time, which needs the
+  // content's size up front, and only the last member's trailer gives one without inflating all.
+  const loadAll = async (input, options) => {
+    const d = await load(input, options);
+    for (let l = 0; l < d.numLayers; l++) d.layer(l);
+    return d;
+  };
+  const joined = (bytes) => {
+    const half = bytes.length >> 1;
+    return new Uint8Array([...gzipSync(bytes.subarray(0, half)), ...gzipSync(bytes.subarray(half))]);
+  };
+  const padded = (bytes) => new Uint8Array([...gzipSync(bytes), ...new Uint8Array(512)]);
+  for (const name of ['canonical.json', 'att_f32.npy']) {
+    await rejects(() => loadAll(joined(file(name)), { name: 'a.gz' }), 'E_FORMAT',
+      'a.gz: the gzip data holds several members', 'gunzip -c FILE | gzip > NEW.gz');
+    await rejects(() => loadAll(padded(file(name)), { name: 'a.gz' }), 'E_FORMAT',
+      'a.gz: the gzip data ends in zero bytes', 'gunzip -c FILE | gzip > NEW.gz');
+  }
+});
+
 test('small files that claim gigabytes are refused before they are inflated or read whole', async () => {
   // gzip of 520 MB of spaces and "{}" (0.5 MB): more JSON text than a string holds. It used to be
   // inflated whole and decoded; beyond 2 GB TextDecoder killed the process.

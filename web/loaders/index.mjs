@@ -96,12 +96,12 @@ const SNIFF_BYTES = 4096;
  * such a file to the limit: ~0.7 GB of memory each).
  * `mismatch(computed)` throws when the content's CRC-32 is not the trailer's `expected`.
  */
-function gunzipJson(source, name, corrupt, expected, mismatch, isize) {
+function gunzipJson(source, name, gunzip, corrupt, expected, mismatch, isize) {
   if (isize > MAX_JSON_BYTES) jsonTooLarge(name, `${megabytes(isize)} once inflated, says the gzip trailer`);
   const chunks = [];
   let produced = 0;
   let crc = 0;
-  const stream = new Gunzip();
+  const stream = gunzip();
   stream.ondata = (chunk) => {
     produced += chunk.length;
     if (produced > MAX_JSON_BYTES) jsonTooLarge(name, `more than ${megabytes(MAX_JSON_BYTES)} once inflated`);
@@ -137,12 +137,27 @@ function loadGzip(source, opts, gzDepth) {
   const t = source.read(source.size - 8, 8);
   const u32 = (p) => (t[p] | (t[p + 1] << 8) | (t[p + 2] << 16)) + t[p + 3] * 2 ** 24;
   const expected = u32(0), isize = u32(4);
+  // Python reads the two layouts below too, but only the last member's trailer can be found
+  // without inflating everything, and the binary path needs the content's size up front to read
+  // it a layer at a time: a file that needs a second full pass is refused with what to do.
+  const recompress = 'which attnflow does not read: decompress it and compress it again as one ' +
+    '(gunzip -c FILE | gzip > NEW.gz)';
+  if (t.every((byte) => byte === 0) && source.size > 64) {
+    fail('E_FORMAT', `${pre}the gzip data ends in zero bytes (padding after its end?), ${recompress}`);
+  }
   if (isize > source.size * 1032 + 1024) corrupt('its size trailer is impossible');
+  const gunzip = () => {
+    const stream = new Gunzip();
+    stream.onmember = () => fail('E_FORMAT', `${pre}the gzip data holds several members (gzip files ` +
+      `joined end to end), ${recompress}`);
+    return stream;
+  };
   const mismatch = (computed) => corrupt(`its content has the CRC-32 ${crcText(computed)}, the trailer records ${crcText(expected)}`);
-  const inner = crcCheckedSource(inflatingSource(source, isize, () => new Gunzip(), corrupt), expected, mismatch);
+  const inner = crcCheckedSource(inflatingSource(source, isize, gunzip, corrupt), expected, mismatch);
   const format = detectFormat(inner.read(0, SNIFF_BYTES));
   if (format === 'npy' || format === 'npz' || format === 'safetensors') return loadSource(inner, opts, gzDepth + 1);
-  return loadSource(bytesSource(gunzipJson(source, opts.name, corrupt, expected, mismatch, isize)), opts, gzDepth + 1);
+  const json = gunzipJson(source, opts.name, gunzip, corrupt, expected, mismatch, isize);
+  return loadSource(bytesSource(json), opts, gzDepth + 1);
 }
 
 /**

@@ -4,7 +4,7 @@
 // memory stays about one layer of heads plus the fused stack (issue 4). JSON and compressed data
 // are read whole, as their parsers need.
 
-import { fail } from '../errors.mjs';
+import { AttnflowError, fail } from '../errors.mjs';
 
 /**
  * @typedef {object} ByteSource
@@ -69,6 +69,7 @@ export function inflatingSource(compressed, size, makeStream, corrupt) {
         try {
           stream.push(next, consumed >= compressed.size);
         } catch (err) {
+          if (err instanceof AttnflowError) throw err;
           corrupt(err.message);
         }
         dropBefore(offset);
