@@ -787,11 +787,34 @@ test('safetensors header problems', async () => {
   // A corrupt length field is named as such, not "not a format": past 100 MB, 0, or past the file.
   for (const [length, message] of [[2 ** 31 + 5, 'is corrupt: its header length field says 2147483653 bytes, where safetensors allows 2 to'],
     [0, 'is corrupt: its header length field says 0 bytes'],
+    [2 ** 32 + 70, 'is corrupt: its header length field says 4294967366 bytes'],
     [5000, 'is truncated: its header needs 5008 bytes']]) {
     const b = st({ attentions: { dtype: 'F32', shape: [1, 1, 2, 2], data_offsets: [0, 16] } }, f32);
-    new DataView(b.buffer).setUint32(0, length, true);
+    new DataView(b.buffer).setBigUint64(0, BigInt(length), true);
     await rejects(() => load(b, { name: 'a.safetensors' }), 'E_FORMAT', `a.safetensors ${message}`);
   }
+  // The layout the reference implementation (safetensors.safe_open) requires: metadata of
+  // strings; tensors packed from byte 0 without a gap or an overlap, up to the end of the file.
+  const att = { dtype: 'F32', shape: [1, 1, 2, 2], data_offsets: [0, 16] };
+  for (const [header, data, message] of [
+    [{ attentions: att, __metadata__: 'tokens' }, f32, ': the safetensors __metadata__ must be an object of strings'],
+    [{ attentions: att, __metadata__: { layers: 1 } }, f32, ': the safetensors __metadata__ must be'],
+    [{ attentions: att, bias: { dtype: 'F32', shape: [2], data_offsets: [8, 16] } }, f32,
+      ' is corrupt: tensor "bias" begins at data byte 8, where the tensors before it end at 16'],
+    [{ attentions: { ...att, data_offsets: [8, 24] } }, new Uint8Array(24),
+      ' is corrupt: tensor "attentions" begins at data byte 8, where the tensors before it end at 0'],
+    [{ attentions: att, bias: { dtype: 'F32', shape: [2], data_offsets: [16, '24'] } }, new Uint8Array(24),
+      ': tensor "bias" has invalid data_offsets [16,"24"]'],
+    [{ attentions: att }, new Uint8Array(20), ' is corrupt: 4 bytes follow its last tensor\'s data'],
+    [{ attentions: att, bias: { dtype: 'F32', shape: [2], data_offsets: [16, 24] } }, f32,
+      ' is truncated: its last tensor ends at byte'],
+  ]) {
+    await rejects(async () => (await load(st(header, data), { name: 'a.safetensors' })).layer(0), 'E_FORMAT',
+      `a.safetensors${message}`);
+  }
+  const withBias = st({ bias: { dtype: 'F32', shape: [2], data_offsets: [16, 24] }, attentions: att,
+    __metadata__: { tokens: '["a", "b"]' } }, new Uint8Array(24));
+  assert.deepEqual((await load(withBias)).tokens, ['a', 'b']);
   const ok = await load(st({ attentions: { dtype: 'F32', shape: [1, 1, 2, 2], data_offsets: [0, 16] } }, f32));
   assert.equal(ok.warnings.length, 0);
   ok.layer(0);

@@ -10,19 +10,46 @@ const MAX_HEADER = 100 * 2 ** 20; // the reference implementation's own limit
 
 /**
  * True when the bytes look like safetensors: a header starting with '{' after a length whose high
- * 4 bytes are 0. The length itself is checked by loadSafetensors, so that a corrupt one is named
- * as such rather than making the file "not a format". (No text format has NUL bytes at 4-7.)
+ * 3 bytes are 0. The length itself is checked by loadSafetensors, so that a corrupt one (up to
+ * 2^40) is named as such rather than making the file "not a format". (No text format has NUL
+ * bytes at 5-7.)
  */
 export function isSafetensors(b) {
   if (b.length < 10) return false;
-  const hi = b[4] | (b[5] << 8) | (b[6] << 16) | (b[7] << 24);
-  return hi === 0 && b[8] === 0x7b;
+  return b[5] === 0 && b[6] === 0 && b[7] === 0 && b[8] === 0x7b;
+}
+
+/**
+ * The data section's layout as the reference implementation requires it: every tensor's
+ * data_offsets a pair [begin, end] of integers, and the tensors, in the order they begin, packed
+ * from 0 without a gap or an overlap. Returns where the last one ends, which must be the end of
+ * the file (checked with the file's size, after the size checks).
+ */
+function checkLayout(header, names, what) {
+  const spans = names.map((k) => {
+    const t = header[k];
+    const offsets = t && typeof t === 'object' ? t.data_offsets : undefined;
+    if (!Array.isArray(offsets) || offsets.length !== 2 || !offsets.every(Number.isSafeInteger) ||
+      offsets[0] < 0 || offsets[1] < offsets[0]) {
+      fail('E_FORMAT', `${what}: tensor ${JSON.stringify(k)} has invalid data_offsets ${JSON.stringify(offsets)}`);
+    }
+    return { name: k, begin: offsets[0], end: offsets[1] };
+  }).sort((a, b) => a.begin - b.begin || a.end - b.end);
+  let end = 0;
+  for (const span of spans) {
+    if (span.begin !== end) {
+      fail('E_FORMAT', `${what} is corrupt: tensor ${JSON.stringify(span.name)} begins at data byte ${span.begin}, ` +
+        `where the tensors before it end at ${end} (safetensors packs tensors without gaps or overlaps)`);
+    }
+    end = span.end;
+  }
+  return end;
 }
 
 export function loadSafetensors(source, options, name) {
   const what = name || 'the safetensors file';
   const b = source.read(0, 8);
-  const hlen = (b[0] | (b[1] << 8) | (b[2] << 16)) + b[3] * 2 ** 24;
+  const hlen = (b[0] | (b[1] << 8) | (b[2] << 16)) + b[3] * 2 ** 24 + b[4] * 2 ** 32;
   if (hlen < 2 || hlen > MAX_HEADER) {
     fail('E_FORMAT', `${what} is corrupt: its header length field says ${hlen} bytes, where safetensors allows 2 to ` +
       `${MAX_HEADER} (100 MB)`);
@@ -37,8 +64,12 @@ export function loadSafetensors(source, options, name) {
     fail('E_FORMAT', `${what}: the safetensors header is not valid JSON (${e.message})`);
   }
   if (header === null || typeof header !== 'object' || Array.isArray(header)) fail('E_FORMAT', `${what}: the safetensors header is not an object`);
-  const md = header.__metadata__ && typeof header.__metadata__ === 'object' ? header.__metadata__ : {};
+  const md = header.__metadata__ ?? {};
+  if (typeof md !== 'object' || Array.isArray(md) || Object.values(md).some((v) => typeof v !== 'string')) {
+    fail('E_FORMAT', `${what}: the safetensors __metadata__ must be an object of strings`);
+  }
   const names = Object.keys(header).filter((k) => k !== '__metadata__');
+  const dataEnd = checkLayout(header, names, what);
   let key = names.includes('attentions') ? 'attentions' : null;
   if (!key) {
     const cands = names.filter((k) => {
@@ -53,9 +84,7 @@ export function loadSafetensors(source, options, name) {
   }
   const t = header[key];
   const tWhat = `${what}: tensor "${key}"`;
-  if (!t || typeof t !== 'object' || !Array.isArray(t.shape) || !Array.isArray(t.data_offsets) || t.data_offsets.length !== 2) {
-    fail('E_FORMAT', `${tWhat} has no valid shape and data_offsets`);
-  }
+  if (!Array.isArray(t.shape)) fail('E_FORMAT', `${tWhat} has no valid shape`);
   const dtype = dtypeFromSafetensors(t.dtype);
   if (!dtype) {
     const found = t.dtype === undefined ? 'no dtype' : `dtype ${JSON.stringify(t.dtype)}`;
@@ -64,9 +93,6 @@ export function loadSafetensors(source, options, name) {
   const count = shapeCount(t.shape, tWhat);
   const [begin, end] = t.data_offsets;
   const dataStart = 8 + hlen;
-  if (!Number.isSafeInteger(begin) || !Number.isSafeInteger(end) || begin < 0 || end < begin) {
-    fail('E_FORMAT', `${tWhat} has invalid data_offsets ${JSON.stringify(t.data_offsets)}`);
-  }
   let tokens;
   if (md.tokens !== undefined) {
     if (typeof md.tokens !== 'string') fail('E_INPUT', `${what}: __metadata__.tokens must be a JSON string`);
@@ -85,6 +111,12 @@ export function loadSafetensors(source, options, name) {
       }
       if (dataStart + end > source.size) {
         fail('E_FORMAT', `${what} is truncated: tensor "${key}" ends at byte ${dataStart + end}, the file has ${source.size}`);
+      }
+      if (dataStart + dataEnd !== source.size) {
+        const gap = source.size - dataStart - dataEnd;
+        fail('E_FORMAT', gap < 0
+          ? `${what} is truncated: its last tensor ends at byte ${dataStart + dataEnd}, the file has ${source.size}`
+          : `${what} is corrupt: ${gap} bytes follow its last tensor's data, where a safetensors file ends`);
       }
     },
   });
