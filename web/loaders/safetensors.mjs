@@ -31,7 +31,8 @@ function checkLayout(header, names, what) {
     const offsets = t && typeof t === 'object' ? t.data_offsets : undefined;
     if (!Array.isArray(offsets) || offsets.length !== 2 || !offsets.every(Number.isSafeInteger) ||
       offsets[0] < 0 || offsets[1] < offsets[0]) {
-      fail('E_FORMAT', `${what}: tensor ${JSON.stringify(k)} has invalid data_offsets ${JSON.stringify(offsets)}`);
+      fail('E_FORMAT', `${what}: tensor ${JSON.stringify(k)} has ` +
+        `${offsets === undefined ? 'no data_offsets' : `invalid data_offsets ${JSON.stringify(offsets)}`}`);
     }
     return { name: k, begin: offsets[0], end: offsets[1] };
   }).sort((a, b) => a.begin - b.begin || a.end - b.end);
