@@ -16,7 +16,7 @@
 // File is only a handle: no bytes are read or copied on the main thread), so a restart re-reads it
 // inside the new worker. Requests are answered in the order they were made.
 import { AttnflowError } from './errors.mjs';
-import { checkCallOptions } from './options.mjs';
+import { checkCallOptions, checkKnownOptions, checkOptionsObject } from './options.mjs';
 import { Result } from './result.mjs';
 
 export { AttnflowError } from './errors.mjs';
@@ -114,6 +114,8 @@ export class AttnflowWorker {
    * that the worker can be restarted after a cancel.
    */
   async load(input, options = {}) {
+    checkOptionsObject(options);
+    checkKnownOptions(options, ['name', 'batch', 'tokens', 'fusion', 'heads'], 'AttnflowWorker.load');
     let source = input;
     if (typeof input === 'string' || input instanceof ArrayBuffer || ArrayBuffer.isView(input)) {
       source = new Blob([input]);  // one copy, so the bytes survive worker restarts
@@ -131,6 +133,8 @@ export class AttnflowWorker {
 
   /** Re-fuses the heads of the loaded input (fusion 'mean'|'max'|'min', heads null = all). */
   async fuse(options = {}) {
+    checkOptionsObject(options);
+    checkKnownOptions(options, ['fusion', 'heads'], 'AttnflowWorker.fuse');
     const fusion = { fusion: options.fusion ?? 'mean', heads: options.heads ?? null };
     await this.#changeFusion(fusion, { type: 'fuse', ...fusion });
   }
@@ -165,18 +169,25 @@ export class AttnflowWorker {
     if (options.into !== undefined) {
       throw new AttnflowError('E_OPTION', 'into works with FusedAttention.compute only: a worker cannot write into memory of this thread');
     }
+    // The fusion is the one load() or fuse() set; cancel() stops a request (no signal).
+    checkKnownOptions(options, ['alpha', 'discard', 'layers', 'rows', 'normalize', 'receptiveField', 'onProgress'],
+      'AttnflowWorker.compute');
     const { onProgress, ...rest } = options;
     const value = await this.#post({ type: 'compute', method, options: rest }, { onProgress });
     return new Result({ ...value, tokens: this.#summary?.tokens ?? [] });
   }
 
   /** The minimum cut of the flow from (layer, row) to input token `token`. */
-  bottleneck(layer, row, token, options = {}) {
+  async bottleneck(layer, row, token, options = {}) {
+    checkOptionsObject(options);
+    checkKnownOptions(options, ['alpha', 'discard'], 'AttnflowWorker.bottleneck');
     return this.#post({ type: 'bottleneck', layer, row, token, alpha: options.alpha, discard: options.discard });
   }
 
   /** The residual-mixed matrix of a 1-based layer, flat n*n row-major. */
-  mixedLayer(layer, options = {}) {
+  async mixedLayer(layer, options = {}) {
+    checkOptionsObject(options);
+    checkKnownOptions(options, ['alpha', 'discard'], 'AttnflowWorker.mixedLayer');
     return this.#post({ type: 'mixedLayer', layer, alpha: options.alpha, discard: options.discard });
   }
 

@@ -13,7 +13,8 @@ export type Fusion = 'mean' | 'max' | 'min';
 export type ErrorCode =
   | 'E_FORMAT'     // the bytes are not a file format attnflow reads (or are truncated)
   | 'E_INPUT'      // the data is malformed: ragged, NaN/Inf, negative, wrong depth, token count...
-  | 'E_OPTION'     // an option is invalid (alpha out of [0,1], head or row out of range...)
+  | 'E_OPTION'     // an option is invalid (alpha out of [0,1], head or row out of range, a name
+                   // the call does not have, such as `layer` for `layers`...)
   | 'E_TOO_LARGE'  // the input exceeds what a wasm32 module can hold
   | 'E_CANCELLED'; // the computation was cancelled
 

@@ -2,7 +2,7 @@
 // WebAssembly module, then compute raw attention, rollout or exact attention flow.
 import { AttnflowError, fail, shown } from './errors.mjs';
 import { call, loadModule, readDoubles, withAllocation, withDoubles, withInts } from './engine.mjs';
-import { checkOptionsObject, resolveCompute, resolveFusion } from './options.mjs';
+import { COMPUTE_OPTIONS, checkKnownOptions, checkOptionsObject, resolveCompute, resolveFusion } from './options.mjs';
 import { Result } from './result.mjs';
 import { MAX_WASM_BYTES } from './loaders/data.mjs';
 
@@ -76,6 +76,10 @@ export class FusedAttention {
     if (data === null || typeof data !== 'object' || typeof data.layer !== 'function') {
       fail('E_INPUT', 'FusedAttention.create needs the AttentionData that loadAttention resolves with');
     }
+    checkOptionsObject(options);
+    // A compute's options are accepted (ComputeOptions extends FusionOptions: one object may serve
+    // both calls); names that are no option at all are refused.
+    checkKnownOptions(options, COMPUTE_OPTIONS, 'FusedAttention.create');
     const fusion = resolveFusion(options, data.fused ? 0 : data.numHeads);
     const M = await loadModule();
     const n = data.numTokens;
@@ -214,6 +218,7 @@ export class FusedAttention {
 
   bottleneck(layer, row, token, options = {}) {
     checkOptionsObject(options);
+    checkKnownOptions(options, ['alpha', 'discard'], 'bottleneck');
     const session = this.#live();
     const { alpha, discard, layers: [checkedLayer], rows: [checkedRow] } = resolveCompute('flow',
       { alpha: options.alpha, discard: options.discard, layers: [layer], rows: [row] }, this);
@@ -232,6 +237,7 @@ export class FusedAttention {
    */
   prepare(options = {}) {
     checkOptionsObject(options);
+    checkKnownOptions(options, ['layer', 'rows', 'alpha', 'discard'], 'prepare');
     const session = this.#live();
     const { alpha, discard, rows } = resolveCompute('rollout',
       { alpha: options.alpha, discard: options.discard, rows: options.rows ?? [0] }, this);
@@ -245,6 +251,7 @@ export class FusedAttention {
 
   mixedLayer(layer, options = {}) {
     checkOptionsObject(options);
+    checkKnownOptions(options, ['alpha', 'discard'], 'mixedLayer');
     const session = this.#live();
     const M = this.#module;
     const { alpha, discard, layers: [checkedLayer] } = resolveCompute('rollout',

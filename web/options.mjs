@@ -31,6 +31,23 @@ export function checkWorkerCount(count) {
   }
 }
 
+/** The names a computation's options may have (ComputeOptions in index.d.ts). */
+export const COMPUTE_OPTIONS = ['fusion', 'heads', 'alpha', 'discard', 'layers', 'rows', 'normalize',
+  'receptiveField', 'onProgress', 'signal', 'sinkValues', 'sourceFlags', 'requestRows', 'claim', 'into'];
+
+/**
+ * Throws E_OPTION for an option name that is not in `known` (and not undefined): a misspelt
+ * option, such as `layer` for `layers` or `normalise`, would otherwise leave its default in place
+ * and give the numbers of another question without a word.
+ */
+export function checkKnownOptions(options, known, what) {
+  const unknown = Object.keys(options).filter((key) => options[key] !== undefined && !known.includes(key));
+  if (unknown.length) {
+    fail('E_OPTION', `${what} has no option ${unknown.map((key) => JSON.stringify(key)).join(', ')} ` +
+      `(its options: ${known.join(', ')})`);
+  }
+}
+
 /** Options left out (undefined) are {}; anything else but an object is refused. */
 export function checkOptionsObject(options) {
   if (options === null || typeof options !== 'object') {
@@ -72,6 +89,7 @@ export function resolveCompute(method, options = {}, { numLayers, numTokens }) {
     fail('E_OPTION', `method must be one of ${METHODS.join(', ')} (got ${JSON.stringify(method)})`);
   }
   checkCallOptions(options);
+  checkKnownOptions(options, COMPUTE_OPTIONS, 'compute');
   const alpha = options.alpha ?? DEFAULTS.alpha;
   if (typeof alpha !== 'number' || !(alpha >= 0 && alpha <= 1)) {
     fail('E_OPTION', `alpha must be a number in [0, 1] (got ${shown(alpha)})`);

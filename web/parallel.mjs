@@ -40,7 +40,7 @@
 // Cancel (AbortSignal, or onProgress returning false) terminates the workers: a flow is one
 // synchronous WebAssembly call that cannot be interrupted from outside its thread.
 import { AttnflowError, fail } from './errors.mjs';
-import { checkCallOptions, checkWorkerCount, resolveCompute } from './options.mjs';
+import { COMPUTE_OPTIONS, checkCallOptions, checkKnownOptions, checkWorkerCount, resolveCompute } from './options.mjs';
 import { Result } from './result.mjs';
 
 const IS_NODE = typeof process === 'object' && typeof process.versions?.node === 'string';
@@ -240,9 +240,12 @@ export class ParallelAttention {
    */
   static async open(input, options = {}) {
     if (!input || typeof input !== 'object') fail('E_INPUT', 'input must be {bytes or path, name?, batch?, tokens?}');
+    checkCallOptions(options);
+    // A compute's options are accepted too (ComputeOptions extends the fusion's), as computeParallel
+    // and FusedAttention.create take them, so one object can serve both.
+    checkKnownOptions(options, ['workers', 'prepare', 'balance', ...COMPUTE_OPTIONS], 'ParallelAttention.open');
     const count = options.workers ?? await defaultWorkers();
     checkWorkerCount(count);
-    checkCallOptions(options);
     const { signal } = options;
     if (signal?.aborted) throw cancelled();
     const fusion = { fusion: options.fusion ?? 'mean', heads: options.heads ?? null };
@@ -485,8 +488,9 @@ export class ParallelAttention {
  */
 export async function computeParallel(input, method, options = {}) {
   const pool = await ParallelAttention.open(input, options);
+  const { workers, balance, prepare, ...computeOptions } = options;
   try {
-    return await pool.compute(method, options);
+    return await pool.compute(method, computeOptions);
   } finally {
     pool.close();
   }

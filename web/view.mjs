@@ -3,6 +3,7 @@
 // image's patches. It brings its own small stylesheet and needs no build step and no CSS file.
 // Token strings are untrusted: they only ever go in as text.
 import { fail, shown } from './errors.mjs';
+import { checkKnownOptions } from './options.mjs';
 import { FONT, h } from './view/dom.mjs';
 import { PALETTES, color, textColor } from './view/colors.mjs';
 import { fmt, ranks, showToken, tokenLabel } from './view/labels.mjs';
@@ -112,6 +113,7 @@ function resolveShared(result, options) {
 
 /** The options of the token strips with their defaults, checked against the result. */
 function resolveStripOptions(result, options) {
+  checkKnownOptions(options, ['layer', 'rows', 'palette', 'scale', 'onSelect', 'label'], 'renderTokenStrips');
   const { layer, palette, scale } = resolveShared(result, options);
   const rows = options.rows ?? result.rows;
   if (!Array.isArray(rows)) fail('E_OPTION', `rows must be a list of the result's rows (got ${shown(rows)})`);
@@ -217,6 +219,8 @@ const isImage = (image, realms) => realms.some((realm) => IMAGE_TYPES.some((type
 
 /** The options of the patch grid with their defaults, checked against the result. */
 function resolvePatchOptions(container, result, options) {
+  checkKnownOptions(options, ['layer', 'row', 'palette', 'scale', 'skip', 'grid', 'image', 'opacity', 'size',
+    'onSelect'], 'renderPatchGrid');
   const { layer, palette, scale } = resolveShared(result, options);
   const row = options.row ?? result.rows[0];
   if (!result.rows.includes(row)) fail('E_OPTION', `row ${shown(row)} is not in this result (rows ${rowsText(result)})`);

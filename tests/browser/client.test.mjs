@@ -49,6 +49,15 @@ test('AttnflowWorker: results equal the package; errors keep the input; cancel a
     r.flowJSON = flow.toJSON();
     try { await w.compute('flow', { rows: [2], into: new Float64Array(10) }); r.into = 'resolved'; } catch (e) { r.into = e.code; }
     try { await w.compute('flow', null); r.nullOptions = 'resolved'; } catch (e) { r.nullOptions = e.code; }
+    const misspelt = async (call) => { try { await call(); return 'resolved'; } catch (e) { return `${e.code}: ${e.message}`; } };
+    r.misspelt = [
+      await misspelt(() => w.compute('flow', { layer: [1] })),
+      await misspelt(() => w.compute('flow', { fusion: 'max' })),
+      await misspelt(() => w.load(new Blob([json]), { nmae: 'x.json' })),
+      await misspelt(() => w.fuse({ head: [0] })),
+      await misspelt(() => w.bottleneck(3, 2, 4, { aplha: 1 })),
+      await misspelt(() => w.mixedLayer(2, { alpah: 1 })),
+    ];
     // A throwing onProgress ends its call with its error (it used to raise a page error per report).
     const boom = new Error('boom');
     try { await w.compute('flow', { layers: 'all', rows: 'all', onProgress: () => { throw boom; } }); r.throwing = 'resolved'; } catch (e) { r.throwing = e === boom; }
@@ -88,6 +97,16 @@ test('AttnflowWorker: results equal the package; errors keep the input; cancel a
   assert.ok(out.progress, 'progress reported');
   assert.equal(out.into, 'E_OPTION', 'into is refused across a worker');
   assert.equal(out.nullOptions, 'E_OPTION');
+  // A misspelt option is refused before anything is sent (the worker keeps its input); so is a
+  // fusion passed to compute, which load() and fuse() set.
+  for (const [message, pattern] of out.misspelt.map((m, k) => [m, [
+    /^E_OPTION: AttnflowWorker.compute has no option "layer" \(its options: alpha, discard, layers, rows,/,
+    /^E_OPTION: AttnflowWorker.compute has no option "fusion"/,
+    /^E_OPTION: AttnflowWorker.load has no option "nmae" \(its options: name, batch, tokens, fusion, heads\)/,
+    /^E_OPTION: AttnflowWorker.fuse has no option "head"/,
+    /^E_OPTION: AttnflowWorker.bottleneck has no option "aplha"/,
+    /^E_OPTION: AttnflowWorker.mixedLayer has no option "alpah"/,
+  ][k]])) assert.match(message, pattern);
   assert.equal(out.throwing, true, 'a throwing onProgress rejects the call with its error');
   assert.ok(['sink', 'source', 'inner'].includes(out.bottleneck.kind));
   assert.ok(Math.abs(out.bottleneck.value - out.bottleneck.cut.reduce((s, e) => s + e.capacity, 0)) < 1e-9, 'cut capacity = flow value');

@@ -182,6 +182,7 @@ test('patch grid: bad options and grids that do not hold the tokens throw E_OPTI
       layer: attempt(results.vit, { layer: 3 }),
       palette: attempt(results.vit, { palette: 'jet' }),
       opacity: attempt(results.vit, { opacity: 2 }),
+      misspelt: attempt(results.vit, { colour: 'red' }),
       size: attempt(results.vit, { size: 0 }),
       image: attempt(results.vit, { image: 'cat.png' }),
       unloaded: attempt(results.vit, { image }),
@@ -200,6 +201,7 @@ test('patch grid: bad options and grids that do not hold the tokens throw E_OPTI
   assert.match(out.layer, /^AttnflowError E_OPTION: layer 3 is not in this result/);
   assert.match(out.palette, /^AttnflowError E_OPTION: palette must be one of/);
   assert.match(out.opacity, /^AttnflowError E_OPTION: opacity must be a number from 0 to 1 \(got 2\)/);
+  assert.match(out.misspelt, /^AttnflowError E_OPTION: renderPatchGrid has no option "colour" \(its options: layer, row,/);
   assert.match(out.size, /^AttnflowError E_OPTION: size must be a positive number/);
   assert.match(out.image, /^AttnflowError E_OPTION: image must be an HTMLImageElement, HTMLCanvasElement, ImageBitmap or OffscreenCanvas$/);
   assert.match(out.unloaded, /^AttnflowError E_OPTION: image has no pixels: not loaded yet/);

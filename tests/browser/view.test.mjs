@@ -181,6 +181,7 @@ test('view: options are checked (E_OPTION, the previous view stays); drawing aga
       rows: attempt(result, { rows: [7] }),
       rowNotComputed: attempt(lastOnly, { rows: [0] }),
       onSelect: attempt(result, { onSelect: 'yes' }),
+      misspelt: attempt(result, { layers: 1 }),
       notAResult: attempt({ tokens: ['a'] }),
       notAnElement: (() => { try { renderTokenStrips('#host', result); return 'drawn'; } catch (e) { return e.code; } })(),
       firstStays: host.firstElementChild === first,
@@ -203,6 +204,7 @@ test('view: options are checked (E_OPTION, the previous view stays); drawing aga
   assert.match(out.rows, /^AttnflowError E_OPTION: rows: 7 is not in this result \(rows 0, 1, 2, 3, 4\)/);
   assert.match(out.rowNotComputed, /^AttnflowError E_OPTION: rows: 0 is not in this result \(rows 1\)/);
   assert.match(out.onSelect, /^AttnflowError E_OPTION: onSelect must be a function/);
+  assert.match(out.misspelt, /^AttnflowError E_OPTION: renderTokenStrips has no option "layers" \(its options: layer, rows,/);
   assert.match(out.notAResult, /^AttnflowError E_OPTION: result must be a Result/);
   assert.equal(out.notAnElement, 'E_OPTION');
   assert.ok(out.firstStays, 'a refused call leaves the view as it was');

@@ -249,10 +249,25 @@ test('bad options are E_OPTION errors that name the option', async () => {
     [() => fused.bottleneck(2, 0, 1, null), /options must be an object \(got null\)/],
     [() => fused.prepare(null), /options must be an object \(got null\)/],
     [() => fused.mixedLayer(1, null), /options must be an object \(got null\)/],
+    // A misspelt option would leave its default in place: the numbers of another question.
+    [() => fused.compute('flow', { layer: [1] }), /compute has no option "layer" \(its options: fusion, heads, alpha, discard, layers,/],
+    [() => fused.compute('flow', { normalise: false, row: [0] }), /compute has no option "normalise", "row"/],
+    [() => fused.bottleneck(2, 0, 1, { aplha: 1 }), /bottleneck has no option "aplha" \(its options: alpha, discard\)/],
+    [() => fused.prepare({ layers: 'last' }), /prepare has no option "layers" \(its options: layer, rows, alpha, discard\)/],
+    [() => fused.mixedLayer(1, { alpha: 1, discrad: 0.1 }), /mixedLayer has no option "discrad"/],
   ];
   for (const [run, message] of cases) assert.throws(run, (e) => e.code === 'E_OPTION' && message.test(e.message));
   await assert.rejects(FusedAttention.create(data, { heads: [3] }), { code: 'E_OPTION', message: /heads: 3 is out of range/ });
   await assert.rejects(FusedAttention.create(data, { fusion: 'median' }), { code: 'E_OPTION' });
+  await assert.rejects(FusedAttention.create(data, { fuse: 'max' }), { code: 'E_OPTION', message: /FusedAttention.create has no option "fuse"/ });
+  await assert.rejects(compute(data, 'flow', { layer: 1 }), { code: 'E_OPTION', message: /has no option "layer"/ });
+  await assert.rejects(loadAttention(randomInput({ L: 1, H: 1, n: 2, seed: 1 }), { token: ['a', 'b'] }),
+    { code: 'E_OPTION', message: /loadAttention has no option "token" \(its options: name, batch, tokens\)/ });
+  // One object may serve both calls (ComputeOptions extends FusionOptions); undefined is no option.
+  const both = { fusion: 'max', alpha: 0.7, rows: [0], extra: undefined };
+  const fusedMax = await FusedAttention.create(data, both);
+  assert.equal(fusedMax.compute('flow', both).options.fusion, 'max');
+  fusedMax.dispose();
   await assert.rejects(FusedAttention.create(null), { code: 'E_INPUT', message: /needs the AttentionData/ });
   fused.dispose();
   assert.throws(() => fused.compute('flow'), { code: 'E_OPTION', message: /disposed/ });

@@ -368,6 +368,8 @@ test('options that are not an object, a callback that is not a function, a signa
     pool.close();
   }
   await assert.rejects(ParallelAttention.open({ bytes }, { workers: 2, signal: 'x' }), { code: 'E_OPTION', message: /signal/ });
+  await assert.rejects(ParallelAttention.open({ bytes }, { worker: 2 }),
+    { code: 'E_OPTION', message: /ParallelAttention.open has no option "worker" \(its options: workers, prepare, balance, fusion,/ });
 });
 
 test('an error inside a worker arrives with the code and message of the single-threaded error', async () => {

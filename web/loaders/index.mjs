@@ -4,6 +4,7 @@
 
 import { Gunzip } from '../vendor/fflate.mjs';
 import { AttnflowError, fail, shown } from '../errors.mjs';
+import { checkKnownOptions } from '../options.mjs';
 import { parseJsonText, fromJsonValue } from './json.mjs';
 import { isNpy, loadNpy } from './npy.mjs';
 import { loadNpz } from './npz.mjs';
@@ -43,6 +44,7 @@ export function detectFormat(b) {
 function checkOptions(options) {
   if (options === undefined || options === null) return {};
   if (typeof options !== 'object') fail('E_OPTION', 'options must be an object');
+  checkKnownOptions(options, ['name', 'batch', 'tokens'], 'loadAttention');
   const { name, batch, tokens } = options;
   if (name !== undefined && typeof name !== 'string') fail('E_OPTION', 'options.name must be a string');
   if (batch !== undefined && batch !== null && !(Number.isInteger(batch) && batch >= 0)) {
