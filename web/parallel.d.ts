@@ -52,7 +52,9 @@ export interface ParallelComputeOptions extends ComputeOptions {
   /**
    * Aggregated over the workers, in max-flow problems (layers x rows x tokens). Called from the
    * main thread as workers report (throttled), and with done === total once at the end. Returning
-   * false cancels like `signal`.
+   * false cancels like `signal`. If it throws, the call rejects with that error; while the workers
+   * compute, they are also terminated, as on a cancel (the pool closes: a running computation
+   * cannot be interrupted otherwise); at the final report (done === total) the pool stays open.
    */
   onProgress?: (done: number, total: number) => boolean | void;
 }

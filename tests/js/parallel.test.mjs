@@ -351,6 +351,10 @@ test('close() during a compute, and an onProgress that throws, end the call inst
       const onProgress = (done, total) => { if (when === 'running' || done === total) throw boom; };
       const other = await ParallelAttention.open({ bytes }, { workers: 2, balance });
       await assert.rejects(other.compute('flow', { layers: 'all', onProgress }), (error) => error === boom);
+      // While the workers compute, they are terminated, as on a cancel; at the final report they
+      // are done, and the pool stays usable (parallel.d.ts).
+      if (when === 'running') await assert.rejects(other.compute('flow', {}), { code: 'E_OPTION', message: /closed/ });
+      else assert.equal((await other.compute('flow', {})).scores.length, 48 * 48);
       other.close();
     }
   }
