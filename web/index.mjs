@@ -2,7 +2,7 @@
 // WebAssembly module, then compute raw attention, rollout or exact attention flow.
 import { AttnflowError, fail, shown } from './errors.mjs';
 import { call, loadModule, readDoubles, withAllocation, withDoubles, withInts } from './engine.mjs';
-import { COMPUTE_OPTIONS, checkKnownOptions, checkOptionsObject, resolveCompute, resolveFusion } from './options.mjs';
+import { COMPUTE_OPTIONS, checkIndex, checkKnownOptions, checkOptionsObject, resolveCompute, resolveFusion } from './options.mjs';
 import { Result } from './result.mjs';
 import { MAX_WASM_BYTES } from './loaders/data.mjs';
 
@@ -190,7 +190,13 @@ export class FusedAttention {
           if (options.claim !== undefined && typeof options.claim !== 'function') {
             fail('E_OPTION', 'claim must be a function returning the next unit to compute');
           }
-          const claim = guarded(options.claim);
+          const claim = guarded(options.claim && (() => {
+            const unit = options.claim();
+            if (!Number.isInteger(unit) || unit < 0) {
+              fail('E_OPTION', `claim() must return a unit index, an integer >= 0 (got ${shown(unit)})`);
+            }
+            return unit;
+          }));
           this.#inFlow = true;
           try {
             withInts(M, layers, (layersAddress) => withDoubles(M, sinkValues, (sinkAddress) => withInts(M, sourceFlags, (flagsAddress) => call(M, () => session.flow(
@@ -220,11 +226,11 @@ export class FusedAttention {
     checkOptionsObject(options);
     checkKnownOptions(options, ['alpha', 'discard'], 'bottleneck');
     const session = this.#live();
+    checkIndex('layer', layer, 1, this.numLayers, 'layers (1-based)');
+    checkIndex('row', row, 0, this.numTokens - 1, 'rows (0-based)');
+    checkIndex('token', token, 0, this.numTokens - 1, 'tokens (0-based)');
     const { alpha, discard, layers: [checkedLayer], rows: [checkedRow] } = resolveCompute('flow',
       { alpha: options.alpha, discard: options.discard, layers: [layer], rows: [row] }, this);
-    if (!Number.isInteger(token) || token < 0 || token >= this.numTokens) {
-      fail('E_OPTION', `token ${JSON.stringify(token)} is out of range (0..${this.numTokens - 1})`);
-    }
     const { value, cut } = call(this.#module, () => session.bottleneck(alpha, discard, checkedLayer, checkedRow, token));
     return { value, cut, kind: bottleneckKind(cut, checkedLayer, checkedRow, token) };
   }
@@ -254,6 +260,7 @@ export class FusedAttention {
     checkKnownOptions(options, ['alpha', 'discard'], 'mixedLayer');
     const session = this.#live();
     const M = this.#module;
+    checkIndex('layer', layer, 1, this.numLayers, 'layers (1-based)');
     const { alpha, discard, layers: [checkedLayer] } = resolveCompute('rollout',
       { alpha: options.alpha, discard: options.discard, layers: [layer], rows: [0] }, this);
     const count = this.numTokens * this.numTokens;

@@ -9,15 +9,20 @@ export const DEFAULTS = Object.freeze({
   receptiveField: false,
 });
 
+/** Throws E_OPTION unless `value` is an integer from `lowest` to `highest`. */
+export function checkIndex(name, value, lowest, highest, what) {
+  if (!Number.isInteger(value) || value < lowest || value > highest) {
+    fail('E_OPTION', `${name}: ${shown(value)} is out of range (${what} ${lowest}..${highest})`);
+  }
+}
+
 function checkIndexList(name, list, lowest, highest, what) {
   if (!Array.isArray(list) || list.length === 0) {
     fail('E_OPTION', `${name} must be a non-empty list of ${what}`);
   }
   const seen = new Set();
   for (const value of list) {
-    if (!Number.isInteger(value) || value < lowest || value > highest) {
-      fail('E_OPTION', `${name}: ${shown(value)} is out of range (${what} ${lowest}..${highest})`);
-    }
+    checkIndex(name, value, lowest, highest, what);
     if (seen.has(value)) fail('E_OPTION', `${name}: ${value} is listed twice`);
     seen.add(value);
   }

@@ -1,7 +1,7 @@
 // Scores that carry their own description (method, layers, rows, options), so a view or an export
 // never has to guess what it shows. One class for every producer: the package in this thread,
 // the worker client and the parallel pool.
-import { fail } from './errors.mjs';
+import { fail, shown } from './errors.mjs';
 
 export class Result {
   /** scores: flat Float64Array [layers.length][rows.length][tokens.length]. */
@@ -25,7 +25,7 @@ export class Result {
     const l = this.layers.indexOf(layer);
     const r = this.rows.indexOf(row);
     if (l < 0 || r < 0) {
-      fail('E_OPTION', `layer ${layer}, row ${row} is not in this result (layers ${this.layers.join(',')}; rows ${this.rows.length > 10 ? `${this.rows.length} rows` : this.rows.join(',')})`);
+      fail('E_OPTION', `layer ${shown(layer)}, row ${shown(row)} is not in this result (layers ${this.layers.join(',')}; rows ${this.rows.length > 10 ? `${this.rows.length} rows` : this.rows.join(',')})`);
     }
     const start = (l * this.rows.length + r) * this.numTokens;
     return this.scores.subarray(start, start + this.numTokens);

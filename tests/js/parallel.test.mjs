@@ -148,7 +148,8 @@ test('flow whose certificate sink values are computed in parts by the workers eq
       }
       assert.deepEqual(joined, all);
       assert.throws(() => fused.compute('flow', { rows, claim: 5 }), { code: 'E_OPTION', message: /claim must be a function/ });
-      assert.throws(() => fused.compute('flow', { rows, claim: () => -1 }), { code: 'E_INPUT', message: /claim\(\) must return a unit index/ });
+      assert.throws(() => fused.compute('flow', { rows, claim: () => -1 }), { code: 'E_OPTION', message: /claim\(\) must return a unit index, an integer >= 0 \(got -1\)/ });
+      assert.throws(() => fused.compute('flow', { rows, claim: () => Number.NaN }), { code: 'E_OPTION', message: /\(got NaN\)/ });
       let back = 3;
       assert.throws(() => fused.compute('flow', { rows, claim: () => back-- }), { code: 'E_INPUT', message: /units must be claimed in increasing order/ });
     } finally {
