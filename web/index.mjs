@@ -2,7 +2,7 @@
 // WebAssembly module, then compute raw attention, rollout or exact attention flow.
 import { AttnflowError, fail, shown } from './errors.mjs';
 import { call, loadModule, readDoubles, withAllocation, withDoubles, withInts } from './engine.mjs';
-import { COMPUTE_OPTIONS, checkIndex, checkKnownOptions, checkOptionsObject, resolveCompute, resolveFusion } from './options.mjs';
+import { COMPUTE_OPTIONS, checkIndex, checkKnownOptions, checkOptionsObject, checkSameFusion, resolveCompute, resolveFusion } from './options.mjs';
 import { Result } from './result.mjs';
 import { MAX_WASM_BYTES } from './loaders/data.mjs';
 
@@ -130,6 +130,7 @@ export class FusedAttention {
   compute(method, options = {}) {
     this.#live();
     const resolved = resolveCompute(method, options, this);
+    checkSameFusion(options, this.#fusion);
     const { alpha, discard, layers, rows, normalize, receptiveField } = resolved;
     const n = this.numTokens;
     const perLayer = rows.length * n;

@@ -88,6 +88,23 @@ export function resolveFusion(options = {}, numHeads) {
   return { fusion, heads: checkIndexList('heads', heads, 0, numHeads - 1, `heads`) };
 }
 
+/**
+ * Throws E_OPTION when a compute's options name another fusion than `applied`, the one its heads
+ * were fused with, which a compute cannot change (it would get the numbers of the applied one
+ * under a request for another). The same fusion is accepted: one object may serve both calls.
+ */
+export function checkSameFusion(options, applied) {
+  if (options.fusion === undefined && options.heads === undefined) return;
+  const asked = { fusion: options.fusion ?? applied.fusion, heads: options.heads === undefined ? applied.heads : options.heads };
+  const text = ({ fusion, heads }) => `${shown(fusion)} of ${Array.isArray(heads)
+    ? `heads ${[...heads].sort((a, b) => a - b).join(', ')}` : heads === null ? 'all heads' : shown(heads)}`;
+  if (text(asked) !== text(applied)) {
+    fail('E_OPTION', `the heads were fused as the ${text(applied)}, which a compute cannot change (got the ` +
+      `${text(asked)}): choose the fusion when fusing (FusedAttention.create, ParallelAttention.open, or ` +
+      'AttnflowWorker.load/fuse)');
+  }
+}
+
 /** Every option of a computation, with defaults, checked against the data's shape. */
 export function resolveCompute(method, options = {}, { numLayers, numTokens }) {
   if (!METHODS.includes(method)) {

@@ -40,7 +40,7 @@
 // Cancel (AbortSignal, or onProgress returning false) terminates the workers: a flow is one
 // synchronous WebAssembly call that cannot be interrupted from outside its thread.
 import { AttnflowError, fail } from './errors.mjs';
-import { COMPUTE_OPTIONS, checkCallOptions, checkKnownOptions, checkWorkerCount, resolveCompute } from './options.mjs';
+import { COMPUTE_OPTIONS, checkCallOptions, checkKnownOptions, checkSameFusion, checkWorkerCount, resolveCompute } from './options.mjs';
 import { Result } from './result.mjs';
 
 const IS_NODE = typeof process === 'object' && typeof process.versions?.node === 'string';
@@ -332,6 +332,7 @@ export class ParallelAttention {
   async #compute(method, options) {
     if (this.#closed) fail('E_OPTION', 'this ParallelAttention has been closed');
     const resolved = resolveCompute(method, options, this);
+    checkSameFusion(options, this.#fusion);
     if (options.into !== undefined) fail('E_OPTION', 'into works with FusedAttention.compute only: the workers cannot write into memory of this thread');
     const { alpha, discard, layers, rows, normalize, receptiveField } = resolved;
     const n = this.numTokens;

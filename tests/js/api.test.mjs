@@ -272,6 +272,11 @@ test('bad options are E_OPTION errors that name the option', async () => {
   const both = { fusion: 'max', alpha: 0.7, rows: [0], extra: undefined };
   const fusedMax = await FusedAttention.create(data, both);
   assert.equal(fusedMax.compute('flow', both).options.fusion, 'max');
+  // Another fusion than the one applied is refused: it used to give the applied one's numbers.
+  assert.throws(() => fusedMax.compute('raw', { fusion: 'mean' }), { code: 'E_OPTION',
+    message: /the heads were fused as the "max" of all heads, which a compute cannot change \(got the "mean" of all heads\)/ });
+  assert.throws(() => fusedMax.compute('raw', { heads: [2, 0] }), { code: 'E_OPTION', message: /got the "max" of heads 0, 2/ });
+  assert.equal(fusedMax.compute('raw', { fusion: 'max', heads: null }).options.fusion, 'max');
   fusedMax.dispose();
   await assert.rejects(FusedAttention.create(null), { code: 'E_INPUT', message: /needs the AttentionData/ });
   fused.dispose();

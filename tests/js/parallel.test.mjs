@@ -368,6 +368,7 @@ test('options that are not an object, a callback that is not a function, a signa
     await assert.rejects(pool.compute('flow', null), { code: 'E_OPTION', message: /options must be an object/ });
     await assert.rejects(pool.compute('flow', { onProgress: 5 }), { code: 'E_OPTION', message: /onProgress must be a function/ });
     await assert.rejects(pool.compute('flow', { signal: {} }), { code: 'E_OPTION', message: /signal must be an AbortSignal/ });
+    await assert.rejects(pool.compute('raw', { fusion: 'min' }), { code: 'E_OPTION', message: /fused as the "mean" of all heads/ });
     assert.equal((await pool.compute('flow', {})).scores.length, SMALL.tokens * SMALL.tokens, 'the pool still works');
   } finally {
     pool.close();
