@@ -29,7 +29,10 @@ export interface LoadSummary {
 /** Scores computed in the worker: the package's Result, unchanged. */
 export type WorkerResult = Result;
 
-export interface WorkerComputeOptions extends Omit<ComputeOptions, 'onProgress' | keyof FusionOptions> {
+/** A compute's options in a worker: the fusion is load()'s or fuse()'s, and the options that
+ *  coordinate threads or write into this thread's memory do not apply (E_OPTION at run time). */
+export interface WorkerComputeOptions extends Omit<ComputeOptions, 'onProgress' | keyof FusionOptions |
+  'sinkValues' | 'sourceFlags' | 'requestRows' | 'claim' | 'into'> {
   /** Flow only: progress reports from the worker, at most every 50 ms. Use cancel() to stop. */
   onProgress?: (done: number, total: number) => void;
 }
@@ -37,7 +40,10 @@ export interface WorkerComputeOptions extends Omit<ComputeOptions, 'onProgress' 
 export interface WorkerLoadOptions extends LoadOptions, FusionOptions {}
 
 /**
- * One worker holding one loaded input with its heads fused. Requests run in order. Cancel
+ * One worker holding one loaded input with its heads fused. Requests run in order. A worker
+ * that cannot be started (a wrong workerUrl, a server or CSP that refuses the script, a restart
+ * while offline) rejects the requests sent to it with E_OPTION; the next request starts another.
+ * Cancel
  * terminates the worker (a running WebAssembly call cannot be interrupted otherwise) and starts a
  * new one with the last loaded input and fusion re-sent; pending requests reject with an
  * AttnflowError of code E_CANCELLED.

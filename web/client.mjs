@@ -43,6 +43,7 @@ export class AttnflowWorker {
   #appliedFusion = this.#fusion;
   #summary = null;
   #terminated = false;
+  #failed = false;       // the worker failed to start or crashed: the next request starts another
 
   /** @param {{workerUrl?: string | URL}} [options] */
   constructor(options = {}) {
@@ -82,13 +83,20 @@ export class AttnflowWorker {
       else entry.reject(toError(msg.code, msg.message));
     };
     worker.onerror = (event) => {
-      // The worker script itself failed (did not load, or threw outside a request).
+      // The worker script itself failed: it did not load (a wrong workerUrl, a server or a CSP
+      // that refuses it, a restart after a cancel while offline) or threw outside a request.
+      // Messages posted to it would never be answered, so the next request starts a new one.
       event.preventDefault?.();
-      const error = toError(null, `the attnflow worker failed: ${event.message || 'it could not be started'}`);
+      worker.terminate();
+      this.#failed = true;
+      const error = new AttnflowError('E_OPTION', `the attnflow worker (${this.#url}) failed: ` +
+        `${event.message || 'it could not be started'}; check that the URL serves web/worker.mjs as ` +
+        "JavaScript and that the page's Content-Security-Policy allows it as a worker");
       for (const entry of this.#pending.values()) entry.reject(error);
       this.#pending.clear();
     };
     this.#worker = worker;
+    this.#failed = false;
     if (this.#committed) {
       // Restore the state of the worker we replaced, with the fusion its pending requests were
       // sent for. Nobody awaits this answer: a failure (e.g. the file changed on disk) is what
@@ -101,6 +109,7 @@ export class AttnflowWorker {
 
   #post(msg, { transfer = [], onProgress, internal = false } = {}) {
     if (this.#terminated) return Promise.reject(new AttnflowError('E_CANCELLED', 'this AttnflowWorker was terminated'));
+    if (this.#failed) this.#spawn();
     const id = this.#nextId++;
     return new Promise((resolve, reject) => {
       this.#pending.set(id, { resolve, reject, onProgress, internal });

@@ -241,3 +241,27 @@ test('a File from disk is read in the workers a layer at a time; changed on disk
     rmSync(dir, { recursive: true });
   }
 });
+
+test('a worker that cannot be started rejects every request with E_OPTION, none stays pending', { timeout: 60_000 }, async () => {
+  const { page, errors } = await openPage();
+  const out = await page.evaluate(async () => {
+    const { AttnflowWorker } = await import('/web/client.mjs');
+    const settle = (promise) => Promise.race([
+      promise.then(() => 'resolved', (e) => `${e.code}: ${e.message}`),
+      new Promise((resolve) => { setTimeout(() => resolve('still pending after 5 s'), 5000); }),
+    ]);
+    const w = new AttnflowWorker({ workerUrl: '/nowhere/worker.mjs' });
+    const json = JSON.stringify({ tokens: ['a', 'b'], attentions: [[[[1, 0], [0.5, 0.5]]]] });
+    const r = { first: await settle(w.load(json)) };
+    // Before, requests sent after the failure were posted to the dead worker and never answered.
+    r.second = await settle(w.load(json));
+    r.busy = w.busy;
+    w.terminate();
+    return r;
+  });
+  assert.match(out.first, /^E_OPTION: the attnflow worker \(.*\/nowhere\/worker\.mjs\) failed: .*check that the URL serves web\/worker\.mjs/);
+  assert.match(out.second, /^E_OPTION: the attnflow worker/);
+  assert.equal(out.busy, false);
+  assert.deepEqual(errors, []);
+  await page.close();
+});

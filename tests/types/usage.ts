@@ -35,6 +35,10 @@ export async function usage(bytes: Uint8Array): Promise<number> {
   fused.dispose();
   const worker = new AttnflowWorker();
   const remote: WorkerResult = await worker.compute('raw', { rows: 'all' });
+  // @ts-expect-error: a worker cannot write into this thread's memory (E_OPTION at run time)
+  await worker.compute('flow', { into: new Float64Array(4) });
+  // @ts-expect-error: the fusion is load()'s or fuse()'s
+  await worker.compute('flow', { fusion: 'max' });
   worker.terminate();
   const pool = await ParallelAttention.open({ bytes, name: 'x.npy' }, { workers: 2, fusion: 'mean', prepare: { alpha: 0.5, layer: 'last' }, balance: 'static' });
   const balance: 'dynamic' | 'static' = pool.balance;
