@@ -58,6 +58,8 @@ export interface TokenStripsOptions {
  *
  * Importing this module needs no DOM; calling it does. Bad arguments throw AttnflowError
  * E_OPTION (a layer or row not in the result, an unknown palette or scale, ...).
+ * To update, draw again into the same container (from onSelect too): the keyboard focus stays
+ * on the same cell. To remove, empty the container (`container.replaceChildren()`).
  * @returns the view's root element (class `attnflow-strips`), now the container's only child.
  */
 export function renderTokenStrips(container: HTMLElement, result: ViewableResult, options?: TokenStripsOptions): HTMLElement;

@@ -174,8 +174,25 @@ export function renderTokenStrips(container, result, options = {}) {
   }
   if (onSelect) wireSelection(root, onSelect);
   adoptStyles(container, root);
-  container.replaceChildren(root);
+  replaceKeepingFocus(container, root, (focused) => {
+    const cell = focused.closest('.attnflow-cell');
+    const row = cell?.closest('.attnflow-strip')?.dataset.row;
+    return root.querySelector(`.attnflow-strip[data-row="${row}"] .attnflow-cell[data-index="${cell?.dataset.index}"]`)
+      ?? root.querySelector('.attnflow-cell[tabindex="0"]');
+  });
   return root;
+}
+
+/**
+ * Replaces the container's content with `root` and, if the focus was inside the old view, moves
+ * it to `counterpart(focused)` in the new one: a page that redraws the view from its onSelect
+ * (another layer or row) would otherwise drop a keyboard user's focus to the start of the page.
+ */
+function replaceKeepingFocus(container, root, counterpart) {
+  const focused = container.ownerDocument.activeElement;
+  const next = focused && focused !== container && container.contains(focused) ? counterpart(focused) : null;
+  container.replaceChildren(root);
+  next?.focus();
 }
 
 /**
@@ -353,6 +370,6 @@ export function renderPatchGrid(container, result, options = {}) {
     });
   }
   adoptStyles(container, root);
-  container.replaceChildren(root);
+  replaceKeepingFocus(container, root, () => (o.onSelect ? canvas : null));
   return root;
 }

@@ -123,6 +123,15 @@ test('patch grid: onSelect gets patch + skip on a click at a cell\'s centre, and
   assert.match(info, /^row 2, column 1 · token 9 · ([\d.e-]+), rank \d of 9$/);
   assert.ok(Math.abs(Number(info.match(/token 9 · ([\d.e-]+)/)[1]) - expected) < 1e-6);
   assert.ok(out.cursor, 'the focused patch stays outlined');
+  // Redrawn from its onSelect (another layer), the grid keeps the keyboard focus.
+  await page.evaluate(() => {
+    const { renderPatchGrid, results, host } = window.patchView;
+    const draw = (layer) => renderPatchGrid(host, results.deit, { row: 4, layer, onSelect: () => draw(layer) });
+    draw(1);
+  });
+  await page.focus('canvas');
+  await page.keyboard.press('Enter');
+  assert.equal(await page.evaluate(() => document.activeElement === document.querySelector('canvas')), true);
   assert.deepEqual(errors, []);
   await page.close();
 });

@@ -138,6 +138,27 @@ test('view: onSelect on click, Enter and Space; arrow keys, Home and End move on
   assert.deepEqual(stops, [-1, 0, -1, -1, -1], 'the tab stop moved with the focus');
   assert.deepEqual(out.tags, ['BUTTON']);
 
+  // A page that redraws the view from onSelect (here: another layer) keeps the keyboard focus on
+  // the same cell; it used to fall to the body.
+  await page.evaluate(() => {
+    const { renderTokenStrips, result, host } = window.view;
+    const draw = (layer) => renderTokenStrips(host, result, { layer, rows: [3, 0], onSelect: () => draw(3 - layer) });
+    draw(1);
+  });
+  await page.focus(`${strip(0)} [data-index="0"]`);
+  await page.keyboard.press('ArrowRight');
+  await page.keyboard.press('ArrowRight');
+  await page.keyboard.press('Enter');
+  const afterRedraw = await page.evaluate(() => ({
+    layer: document.querySelector('.attnflow-strips').dataset.layer,
+    row: document.activeElement.closest('.attnflow-strip')?.dataset.row,
+    index: document.activeElement.dataset.index,
+  }));
+  assert.deepEqual(afterRedraw, { layer: '2', row: '0', index: '2' });
+  await page.keyboard.press('ArrowRight');  // the keys go on working in the new view
+  await page.keyboard.press('Enter');
+  assert.equal(await page.evaluate(() => document.activeElement.dataset.index), '3');
+
   // On a right-to-left page the cells run from right to left, and so do the arrow keys.
   await page.evaluate(() => {
     const { renderTokenStrips, result, host } = window.view;
