@@ -11,3 +11,4 @@ cmake --build build/wasm -j2
 # import fflate by relative path from a copy made here out of node_modules (never committed).
 mkdir -p web/vendor
 cp node_modules/fflate/esm/browser.js web/vendor/fflate.mjs
+cp node_modules/fflate/LICENSE web/vendor/fflate.LICENSE  # MIT: the notice goes with the copy

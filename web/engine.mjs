@@ -23,7 +23,9 @@ async function instantiate() {
 export function loadModule() {
   modulePromise ??= instantiate().catch((error) => {
     modulePromise = null;  // a failed load (e.g. a missing .wasm) may be retried
-    throw error;
+    throw new AttnflowError('E_OPTION', `the WebAssembly module could not be loaded (${error?.message ?? error}): ` +
+      'check that web/wasm/attnflow_wasm.wasm is served next to attnflow_wasm.mjs (as application/wasm), ' +
+      "and that a Content-Security-Policy allows WebAssembly ('wasm-unsafe-eval' in script-src)");
   });
   return modulePromise;
 }

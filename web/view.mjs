@@ -168,7 +168,8 @@ export function renderTokenStrips(container, result, options = {}) {
       cells.append(cell);
     });
     root.append(h('div', { class: 'attnflow-strip', 'data-row': row }, [
-      caption ? h('div', { class: 'attnflow-caption' }, caption) : null,
+      // Hidden from screen readers, which hear it once as the cells' group label.
+      caption ? h('div', { class: 'attnflow-caption', 'aria-hidden': 'true' }, caption) : null,
       cells,
     ]));
   }

@@ -265,3 +265,28 @@ test('a worker that cannot be started rejects every request with E_OPTION, none 
   assert.deepEqual(errors, []);
   await page.close();
 });
+
+test('a page whose CSP refuses WebAssembly gets E_OPTION saying so, not an Emscripten abort', { timeout: 60_000 }, async () => {
+  const page = await browser.newPage();
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  // script-src 'self' without 'wasm-unsafe-eval': module scripts load, WebAssembly does not compile.
+  await page.route('**/csp-without-wasm.html', (route) => route.fulfill({
+    contentType: 'text/html',
+    body: '<!doctype html><meta http-equiv="Content-Security-Policy" content="script-src \'self\'"><title>t</title>',
+  }));
+  await page.goto(`${server.url}csp-without-wasm.html`);
+  const out = await page.evaluate(async () => {
+    const { compute, loadAttention } = await import('/web/index.mjs');
+    const data = await loadAttention({ tokens: ['a', 'b'], attentions: [[[[1, 0], [0.5, 0.5]]]] });
+    try {
+      await compute(data, 'rollout');
+      return 'resolved';
+    } catch (e) {
+      return `${e.code}: ${e.message}`;
+    }
+  });
+  assert.match(out, /^E_OPTION: the WebAssembly module could not be loaded \(.*\): check that .*'wasm-unsafe-eval'/);
+  assert.deepEqual(errors, []);
+  await page.close();
+});

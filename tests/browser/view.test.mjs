@@ -215,6 +215,9 @@ test('view: options are checked (E_OPTION, the previous view stays); drawing aga
     r.secondIsChild = host.firstElementChild === second;
     r.sheets = document.adoptedStyleSheets.length;
     r.caption = second.querySelector('.attnflow-caption').textContent;
+    // Screen readers hear the caption once: as the cells' label, not also as a text line.
+    r.captionHidden = second.querySelector('.attnflow-caption').getAttribute('aria-hidden');
+    r.groupLabel = second.querySelector('.attnflow-cells').getAttribute('aria-label');
     r.cells = [...second.querySelectorAll('[data-index]')].map((c) => [Number(c.dataset.value), getComputedStyle(c).backgroundColor]);
     return r;
   });
@@ -234,6 +237,8 @@ test('view: options are checked (E_OPTION, the previous view stays); drawing aga
   assert.ok(out.secondIsChild);
   assert.equal(out.sheets, 1, 'the stylesheet is added once');
   assert.equal(out.caption, 'row 1 at 2');
+  assert.equal(out.captionHidden, 'true');
+  assert.equal(out.groupLabel, 'row 1 at 2');
   // Rollout of A = [[1, 0], [0.25, 0.75]] (alpha 0.5) twice, row 1: [0.4375, 0.5625]. 'absolute'
   // colours the scores as they are: 3.5 and 4.5 stops along ColorBrewer blues (not its last stop,
   // which 'row' would give 0.5625).
