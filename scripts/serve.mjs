@@ -113,7 +113,17 @@ export function createStaticServer(root = ROOT, { isolated = true } = {}) {
   });
 }
 
+const USAGE = `usage: [PORT=8080] [HOST=127.0.0.1] node scripts/serve.mjs [--no-isolation]
+Serves the repository root; the explorer is at /demo/. PORT=0 picks a free port.
+--no-isolation  leave out the COOP/COEP headers (the page then has no SharedArrayBuffer)`;
+
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const unknown = process.argv.slice(2).filter((arg) => arg !== '--no-isolation');
+  if (unknown.length) {
+    const help = unknown.includes('--help') || unknown.includes('-h');
+    (help ? console.log : console.error)(help ? USAGE : `attnflow: unknown argument ${unknown[0]}\n${USAGE}`);
+    process.exit(help ? 0 : 2);
+  }
   const port = Number(process.env.PORT ?? 8080);
   const host = process.env.HOST ?? '127.0.0.1';
   const server = createStaticServer(ROOT, { isolated: !process.argv.includes('--no-isolation') });

@@ -3,6 +3,8 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { startServer } from './helpers.mjs';
 
 let server;
@@ -55,4 +57,14 @@ test('refuses paths outside the root and dotfiles', async () => {
   }
   assert.equal((await get('/.git/config')).status, 403);
   assert.equal((await get('/nope.html')).status, 404);
+});
+
+test('--help prints the usage without serving; an unknown argument exits 2', () => {
+  const serve = fileURLToPath(new URL('../../scripts/serve.mjs', import.meta.url));
+  const help = spawnSync(process.execPath, [serve, '--help'], { encoding: 'utf8', timeout: 10_000 });
+  assert.equal(help.status, 0);
+  assert.match(help.stdout, /^usage: .*node scripts\/serve.mjs \[--no-isolation\]/);
+  const wrong = spawnSync(process.execPath, [serve, '--port', '9000'], { encoding: 'utf8', timeout: 10_000 });
+  assert.equal(wrong.status, 2);
+  assert.match(wrong.stderr, /unknown argument --port/);
 });
