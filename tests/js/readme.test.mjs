@@ -15,3 +15,12 @@ test('the first README example prints the tokens and their flow scores', () => {
   assert.match(run.stdout, /\[CLS\]/);
   assert.match(run.stdout, /Float64Array\(10\)/);
 });
+
+test('the second README example runs after the first, as it says ("continuing with data")', () => {
+  const [first, second] = [...readme.matchAll(/```js\n([\s\S]*?)```/g)].map((m) => m[1]);
+  assert.match(second, /continuing|FusedAttention\.create\(data/);
+  const run = spawnSync(process.execPath, ['--input-type=module', '-e', `${first}\n${second}\nconsole.log(rowFlow.layers, kind);`],
+    { cwd: root, encoding: 'utf8' });
+  assert.equal(run.status, 0, run.stderr);
+  assert.match(run.stdout, /\[ 6 \] (sink|source|inner)/);
+});
