@@ -40,13 +40,12 @@ export interface WorkerComputeOptions extends Omit<ComputeOptions, 'onProgress' 
 export interface WorkerLoadOptions extends LoadOptions, FusionOptions {}
 
 /**
- * One worker holding one loaded input with its heads fused. Requests run in order. A worker
- * that cannot be started (a wrong workerUrl, a server or CSP that refuses the script, a restart
- * while offline) rejects the requests sent to it with E_OPTION; the next request starts another.
- * Cancel
+ * One worker holding one loaded input with its heads fused. Requests run in order. Cancel
  * terminates the worker (a running WebAssembly call cannot be interrupted otherwise) and starts a
  * new one with the last loaded input and fusion re-sent; pending requests reject with an
- * AttnflowError of code E_CANCELLED.
+ * AttnflowError of code E_CANCELLED. A worker that cannot be started (a wrong workerUrl, a server
+ * or CSP that refuses the script, a restart while offline) rejects the requests sent to it with
+ * E_OPTION; the next request starts another.
  */
 export class AttnflowWorker {
   /** workerUrl defaults to new URL('./worker.mjs', import.meta.url) of client.mjs. */

@@ -2,7 +2,9 @@
 // WebAssembly module, then compute raw attention, rollout or exact attention flow.
 import { AttnflowError, fail, shown } from './errors.mjs';
 import { call, loadModule, readDoubles, withAllocation, withDoubles, withInts } from './engine.mjs';
-import { COMPUTE_OPTIONS, checkIndex, checkKnownOptions, checkOptionsObject, checkSameFusion, resolveCompute, resolveFusion } from './options.mjs';
+import {
+  COMPUTE_OPTIONS, checkIndex, checkKnownOptions, checkOptionsObject, checkSameFusion, resolveCompute, resolveFusion,
+} from './options.mjs';
 import { Result } from './result.mjs';
 import { MAX_WASM_BYTES } from './loaders/data.mjs';
 

@@ -40,7 +40,9 @@
 // Cancel (AbortSignal, or onProgress returning false) terminates the workers: a flow is one
 // synchronous WebAssembly call that cannot be interrupted from outside its thread.
 import { AttnflowError, fail } from './errors.mjs';
-import { COMPUTE_OPTIONS, checkCallOptions, checkKnownOptions, checkSameFusion, checkWorkerCount, resolveCompute } from './options.mjs';
+import {
+  COMPUTE_OPTIONS, checkCallOptions, checkKnownOptions, checkSameFusion, checkWorkerCount, resolveCompute,
+} from './options.mjs';
 import { Result } from './result.mjs';
 
 const IS_NODE = typeof process === 'object' && typeof process.versions?.node === 'string';
@@ -489,7 +491,7 @@ export class ParallelAttention {
  */
 export async function computeParallel(input, method, options = {}) {
   const pool = await ParallelAttention.open(input, options);
-  const { workers, balance, prepare, ...computeOptions } = options;
+  const { workers, balance, prepare, ...computeOptions } = options;  // the open's own, which compute refuses
   try {
     return await pool.compute(method, computeOptions);
   } finally {
