@@ -17,5 +17,16 @@ export function fail(code, message) {
   throw new AttnflowError(code, message);
 }
 
-/** A value as a message shows it: JSON, but numbers as JavaScript prints them (NaN, Infinity). */
-export const shown = (value) => (typeof value === 'number' ? String(value) : JSON.stringify(value));
+/**
+ * A value as a message shows it: JSON, but numbers as JavaScript prints them (NaN, Infinity) and
+ * BigInts with their n (JSON.stringify throws a TypeError on them).
+ */
+export const shown = (value) => {
+  if (typeof value === 'number') return String(value);
+  if (typeof value === 'bigint') return `${value}n`;
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return Object.prototype.toString.call(value);  // a BigInt inside, or a cycle
+  }
+};

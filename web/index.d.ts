@@ -77,9 +77,10 @@ export function loadAttention(
 export function init(): Promise<void>;
 
 export interface FusionOptions {
-  /** Default 'mean'. */
+  /** Default 'mean'. On pre-fused input there is nothing to fuse: it changes no number and is
+   *  only reported back in results' options. */
   fusion?: Fusion;
-  /** 0-based heads to fuse; null or omitted = all heads. */
+  /** 0-based heads to fuse; null or omitted = all heads (pre-fused input: E_OPTION if given). */
   heads?: number[] | null;
 }
 

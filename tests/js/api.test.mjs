@@ -247,6 +247,10 @@ test('bad options are E_OPTION errors that name the option', async () => {
     [() => fused.bottleneck(3, 0, 1), /layer: 3 is out of range \(layers \(1-based\) 1..2\)/],
     [() => fused.bottleneck(2, 4, 1), /row: 4 is out of range \(rows \(0-based\) 0..3\)/],
     [() => fused.mixedLayer('2'), /layer: "2" is out of range/],
+    // BigInts, which JSON.stringify throws on (a TypeError without a code escaped).
+    [() => fused.bottleneck(2n, 0, 1), /layer: 2n is out of range/],
+    [() => fused.compute('flow', { rows: [1n] }), /rows: 1n is out of range/],
+    [() => fused.compute('flow', { alpha: 0n }), /alpha must be a number in \[0, 1\] \(got 0n\)/],
     [() => fused.compute('flow', { rows: [0] }).scoresFor('2', 0), /layer "2", row 0 is not in this result/],
     [() => fused.compute('rollout', { receptiveField: 1 }), /receptiveField must be true or false/],
     [() => fused.compute('flow', null), /options must be an object \(got null\)/],
