@@ -48,7 +48,7 @@ export function call(M, body) {
     }
     throw error;
   }
-  const flag = M.pendingErrorFlagAddress() >> 2;
+  const flag = M.pendingErrorFlagAddress() >>> 2;
   if (M.HEAP32[flag]) {
     const { code, message } = M.takePendingError();
     throw code ? new AttnflowError(code, message) : new Error(`attnflow internal error: ${message}`);
@@ -58,12 +58,14 @@ export function call(M, body) {
 
 /** Copies `count` float64 values out of the heap at byte address `address`. */
 export function readDoubles(M, address, count) {
-  return M.HEAPF64.slice(address >> 3, (address >> 3) + count);
+  return M.HEAPF64.slice(address >>> 3, (address >>> 3) + count);
 }
 
 /** Allocates heap memory for the duration of `body(address)`. */
 export function withAllocation(M, bytes, body) {
-  const address = M._malloc(Math.max(8, bytes));
+  // Unsigned: past 2 GiB, _malloc's i32 result reads as negative in JavaScript, and heap views
+  // indexed with it (address >> 3) silently counted from the end of the heap (wrong scores).
+  const address = M._malloc(Math.max(8, bytes)) >>> 0;
   if (!address) {
     throw new AttnflowError('E_TOO_LARGE',
       `cannot allocate ${(bytes / 2 ** 20).toFixed(0)} MB in the WebAssembly module (wasm32 holds ` +
@@ -79,7 +81,7 @@ export function withAllocation(M, bytes, body) {
 /** Writes 32-bit ints into the heap for the duration of `body(address)`. */
 export function withInts(M, values, body) {
   return withAllocation(M, values.length * 4, (address) => {
-    M.HEAP32.set(values, address >> 2);
+    M.HEAP32.set(values, address >>> 2);
     return body(address);
   });
 }
@@ -87,7 +89,7 @@ export function withInts(M, values, body) {
 /** Writes float64 values into the heap for the duration of `body(address)`. */
 export function withDoubles(M, values, body) {
   return withAllocation(M, values.length * 8, (address) => {
-    M.HEAPF64.set(values, address >> 3);
+    M.HEAPF64.set(values, address >>> 3);
     return body(address);
   });
 }

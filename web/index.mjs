@@ -104,8 +104,8 @@ export class FusedAttention {
             // Heads in float32 (most files) go in as they are and the core widens them as it
             // fuses: converting to float64 here cost a pass writing twice the bytes.
             const float32 = !data.fused && values instanceof Float32Array;
-            if (float32) M.HEAPF32.set(values, layerAddress >> 2);
-            else M.HEAPF64.set(values, layerAddress >> 3);
+            if (float32) M.HEAPF32.set(values, layerAddress >>> 2);
+            else M.HEAPF64.set(values, layerAddress >>> 3);
             call(M, () => (data.fused
               ? session.addFused(layerAddress)
               : session.addHeads(layerAddress, float32, data.numHeads, FUSION_CODES[fusion.fusion],
@@ -160,7 +160,7 @@ export class FusedAttention {
     layers.forEach((layer, i) => {
       const address = call(M, () => (method === 'raw' ? session.rawLayer(layer) : session.rolloutLayer(alpha, discard, layer)));
       // HEAPF64 read after the call: a call that grows the memory replaces it.
-      scores.set(M.HEAPF64.subarray(address >> 3, (address >> 3) + perLayer), i * perLayer);
+      scores.set(M.HEAPF64.subarray(address >>> 3, (address >>> 3) + perLayer), i * perLayer);
     });
     return scores;
   }
@@ -220,7 +220,7 @@ export class FusedAttention {
         }
         const count = layers.length * perLayer;
         if (!options.into) return readDoubles(M, out, count);
-        options.into.set(M.HEAPF64.subarray(out >> 3, (out >> 3) + count));
+        options.into.set(M.HEAPF64.subarray(out >>> 3, (out >>> 3) + count));
         return options.into;
       }));
   }
@@ -299,7 +299,7 @@ export class FusedAttention {
     return withInts(M, layers, (layersAddress) => withInts(M, rows, (rowsAddress) =>
       withAllocation(M, count * 4, (out) => {
         call(M, () => session.certificateSourceFlags(alpha, discard, layersAddress, layers.length, rowsAddress, rows.length, requestRows, out));
-        return Uint8Array.from(M.HEAP32.subarray(out >> 2, (out >> 2) + count));
+        return Uint8Array.from(M.HEAP32.subarray(out >>> 2, (out >>> 2) + count));
       })));
   }
 
