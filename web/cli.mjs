@@ -37,6 +37,7 @@ const { AttnflowError, FusedAttention, init, loadAttention } = await import('./i
 const { openAttentionFile } = await import('./node.mjs');
 const { DEFAULTS, METHODS, checkWorkerCount, parseListOption } = await import('./options.mjs');
 const { fail } = await import('./errors.mjs');
+const { streamCollector } = await import('./loaders/index.mjs');
 
 const USAGE = `usage: attnflow <raw|rollout|flow> FILE|- [options]
 
@@ -135,9 +136,9 @@ function parseCommandLine(argv) {
 const viewOf = (buffer) => new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
 
 async function readStdin() {
-  const chunks = [];
-  for await (const chunk of process.stdin) chunks.push(chunk);
-  return viewOf(Buffer.concat(chunks));
+  const collected = streamCollector('stdin');
+  for await (const chunk of process.stdin) collected.add(viewOf(chunk));
+  return collected.bytes();
 }
 
 /**

@@ -97,6 +97,14 @@ test('output of megabytes is written in parts, the bytes of JSON.stringify(resul
   const stdin = spawnSync('bash', ['-c', `cat ${quoted(good)} | ${quoted(process.execPath)} ${quoted(CLI)} raw /dev/stdin`], { encoding: 'utf8' });
   assert.equal(stdin.status, 0, stdin.stderr);
   assert.deepEqual(JSON.parse(stdin.stdout).tokens, GOOD.tokens);
+  // Streams with no end, or no format, are refused from their first bytes: /dev/zero was read
+  // until memory ran out (24 GB in a minute), stdin likewise.
+  for (const command of [`${quoted(process.execPath)} ${quoted(CLI)} flow /dev/zero`,
+    `head -c 100000000 /dev/zero | ${quoted(process.execPath)} ${quoted(CLI)} flow -`]) {
+    const endless = spawnSync('bash', ['-c', command], { encoding: 'utf8', timeout: 30_000 });
+    assert.equal(endless.status, 2, endless.stderr);
+    assert.match(endless.stderr, /^attnflow: (\/dev\/zero|stdin): not a format attnflow reads: .* starts with bytes 00 00/);
+  }
 });
 
 test('control characters from a file reach the terminal as \\uXXXX, not as escape sequences', () => {

@@ -4,15 +4,15 @@
 
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { fail } from '../errors.mjs';
-import { bytesSource, joinChunks } from './source.mjs';
+import { streamCollector } from './index.mjs';
+import { bytesSource } from './source.mjs';
 
 /**
  * Everything a pipe (or a character device, a socket) gives until its end: such a file has no size
  * and no positions to read at (`attnflow flow <(zcat x.json.gz)`, or `/dev/stdin`).
  */
 function readStream(fd, path) {
-  const chunks = [];
-  let total = 0;
+  const collected = streamCollector(path);
   for (;;) {
     const chunk = new Uint8Array(1 << 20);
     let n;
@@ -23,10 +23,9 @@ function readStream(fd, path) {
       fail('E_INPUT', `cannot read ${path}: ${error.message}`);
     }
     if (n === 0) break;
-    chunks.push(chunk.subarray(0, n));
-    total += n;
+    collected.add(chunk.subarray(0, n));
   }
-  return joinChunks(chunks, total);
+  return collected.bytes();
 }
 
 /**

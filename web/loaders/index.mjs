@@ -189,13 +189,51 @@ function loadSource(source, opts, gzDepth) {
     case 'npy': return loadNpy(source, opts, name);
     case 'safetensors': return loadSafetensors(source, opts, name);
     case 'json': return fromJsonValue(parseJsonText(decodeText(b, name), name), opts);
-    default: {
-      const hint = name && /\.(npy|npz|safetensors|gz|pt|pth|bin)$/i.test(name)
-        ? ` (the name says ${name.slice(name.lastIndexOf('.'))}, but the content does not match: truncated or renamed?)` : '';
-      return fail('E_FORMAT', `${name ? `${name}: ` : ''}not a format attnflow reads${hint}: expected JSON, .npy, .npz, ` +
-        `safetensors, PyTorch .pt or gzip of these; the data starts with bytes ${hex(b)}`);
-    }
+    default: return notAFormat(b, name);
   }
+}
+
+function notAFormat(b, name) {
+  const hint = name && /\.(npy|npz|safetensors|gz|pt|pth|bin)$/i.test(name)
+    ? ` (the name says ${name.slice(name.lastIndexOf('.'))}, but the content does not match: truncated or renamed?)` : '';
+  fail('E_FORMAT', `${name ? `${name}: ` : ''}not a format attnflow reads${hint}: expected JSON, .npy, .npz, ` +
+    `safetensors, PyTorch .pt or gzip of these; the data starts with bytes ${hex(b)}`);
+}
+
+/** The most a stream may give: the longest Uint8Array that Node allocates. */
+const MAX_STREAM_BYTES = 2 ** 32 - 1;
+
+/**
+ * Collects the bytes of a stream (stdin, a pipe, a device) for loadAttention, refusing it as soon
+ * as its content allows: a stream has no size to check up front, and /dev/zero never ends (it used
+ * to be read until memory ran out). Unknown content is refused from its first bytes, JSON once it
+ * passes what a string can hold, anything else past 4 GB.
+ * @param {string} name for messages
+ */
+export function streamCollector(name) {
+  const chunks = [];
+  let total = 0;
+  let limit = null;  // decided from the first bytes
+  const decide = (first) => {
+    const format = detectFormat(first);
+    if (format === null && textStart(first) < first.length) notAFormat(first, name);
+    limit = format === null || format === 'json' ? MAX_JSON_BYTES : MAX_STREAM_BYTES;
+  };
+  return {
+    /** @param {Uint8Array} chunk */
+    add(chunk) {
+      chunks.push(chunk);
+      total += chunk.length;
+      if (limit === null && total >= SNIFF_BYTES) decide(joinChunks(chunks, total).subarray(0, SNIFF_BYTES));
+      if (limit === MAX_JSON_BYTES && total > limit) jsonTooLarge(name, `more than ${megabytes(limit)}`);
+      if (total > MAX_STREAM_BYTES) {
+        fail('E_TOO_LARGE', `${name}: more than 4 GB from a stream, more than attnflow holds in memory: ` +
+          'pass the file by its path, which is read a layer at a time');
+      }
+    },
+    /** Everything added, in one array. */
+    bytes: () => joinChunks(chunks, total),
+  };
 }
 
 const loadBytes = (bytes, opts) => loadSource(bytesSource(bytes), opts, 0);
