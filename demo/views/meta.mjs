@@ -3,7 +3,7 @@
 // attention method with them, layer by layer (the paper's Table 2 analysis, for the target row).
 import { textWidth } from '../dom.mjs';
 import { FONT, h, svg } from '../../web/view/dom.mjs';
-import { cellShown, ellipsize, fmt, showToken, tokenLabel } from '../../web/view/labels.mjs';
+import { cellShown, clipToken, ellipsize, fmt, showToken, tokenLabel } from '../../web/view/labels.mjs';
 import { color, textColor } from '../colors.mjs';
 import { METHOD_LABEL, paint, scaler } from './common.mjs';
 
@@ -75,7 +75,7 @@ export function renderMeta(root, { tokens, meta, methods, results, target, layer
       const cell = h('span', {
         class: 'tok static', 'data-testid': 'meta-score', 'data-measure': m.key, 'data-index': i,
         'data-value': String(v), 'data-tip': fmt(v, 6), tabindex: -1, 'data-shown': cellShown(tokens[i]),
-      }, tokens[i]);
+      }, clipToken(tokens[i]));
       paint(cell, norm(v));
       cells.append(cell);
     });

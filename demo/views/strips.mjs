@@ -3,7 +3,7 @@
 // a roving tabindex: Tab enters a strip, arrow keys move, Enter/Space makes the token the target.
 import { placeChild, textWidth, trimChildren } from '../dom.mjs';
 import { FONT, h, svg } from '../../web/view/dom.mjs';
-import { cellShown, fmt, ranks, showToken, tokenLabel } from '../../web/view/labels.mjs';
+import { cellShown, clipToken, fmt, ranks, showToken, tokenLabel } from '../../web/view/labels.mjs';
 import { color, legendGroup, textColor } from '../colors.mjs';
 import { METHOD_LABEL, METHOD_NOTE, paint, scaler, legendRange } from './common.mjs';
 
@@ -52,7 +52,7 @@ export function* renderStrips(root, p) {
           title: shown === undefined ? undefined : showToken(tokens[i]),
           'aria-label': `${tokens[i] === '' ? 'empty token' : showToken(tokens[i])}: ${String(v)}, rank ${rank[i]} of ${values.length}`,
           tabindex: i === target ? 0 : -1,
-        }, tokens[i]);
+        }, clipToken(tokens[i]));
         paint(cell, norm(v));
         cells.append(cell);
       }

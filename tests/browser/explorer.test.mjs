@@ -3,7 +3,9 @@
 // Screenshots go to tests/browser/out/ (git-ignored).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { compute, loadAttention } from 'attnflow';
 import {
   OUT, ROOT, randomAttention, readCells, rng, toJson, toNpy, useServerAndBrowser, waitDone,
@@ -526,6 +528,33 @@ test('tokens that would not show as themselves: visible forms, no reordered capt
   await page.selectOption('#target', '1');
   await waitDone(page, { target: 1 });
   assert.equal(await page.inputValue('#sink'), 'auto');
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
+test('a token of megabytes (a whole text as one token) is cut for display and freezes nothing', { timeout: 60_000 }, async () => {
+  const { page, context, errors } = await openPage();
+  await page.evaluate(() => {
+    window.__longtasks = [];
+    new PerformanceObserver((list) => { for (const e of list.getEntries()) window.__longtasks.push(Math.round(e.duration)); })
+      .observe({ type: 'longtask' });
+  });
+  // 5 MB: its text nodes, titles and labels took main-thread tasks of about a second each (50 MB:
+  // 14 tasks of 1.7-27 s, 97 s to the first view).
+  // From disk, as a user picks it (a buffer would be copied into the page on its main thread).
+  const tokens = ['[CLS]', 'w'.repeat(5_000_000), 'b', 'c'];
+  const dir = mkdtempSync(join(tmpdir(), 'attnflow-long-token-'));
+  const path = join(dir, 'long-token.json');
+  writeFileSync(path, toJson(tokens, randomAttention({ L: 2, H: 2, n: 4, seed: 3 }), 2, 2));
+  await page.setInputFiles('[data-testid="attention-file"]', path);
+  await waitDone(page, { file: 'long-token.json', count: 12 });
+  rmSync(dir, { recursive: true });
+  const cell = await page.$eval('[data-testid="token-score"][data-method="flow"][data-index="1"]',
+    (e) => ({ text: e.textContent, title: e.title, label: e.getAttribute('aria-label') }));
+  assert.equal(cell.text, `${'w'.repeat(1000)}…`, 'cut to 1,000 characters');
+  assert.ok(cell.title.length <= 1001 && cell.label.length < 1100, 'so are its title and label');
+  const tasks = await page.evaluate(() => window.__longtasks);
+  assert.ok(tasks.every((ms) => ms < 200), `main-thread tasks: ${tasks.join(', ')} ms`);
   assert.deepEqual(errors, []);
   await context.close();
 });

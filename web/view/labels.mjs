@@ -3,8 +3,23 @@
 
 /** Shortens long tokens for axis labels (the full text stays available in titles and tooltips). */
 export function ellipsize(text, max = 14) {
-  const chars = [...text];
+  // Only the start is split into code points: a token may be megabytes long.
+  const chars = [...text.slice(0, 2 * max + 2)];  // at least max + 1 code points, if the text has them
   return chars.length > max ? `${chars.slice(0, max - 1).join('')}…` : text;
+}
+
+/** The most characters of one token that go into the page (a cell's text, a title, a label). */
+export const MAX_TOKEN_SHOWN = 1000;
+
+/**
+ * A token cut to MAX_TOKEN_SHOWN characters, with an ellipsis: a file may hold a token of
+ * megabytes (the whole text as one token), whose text nodes, titles and labels froze the page for
+ * seconds to minutes per view. The full token stays in results and exports.
+ */
+export function clipToken(text) {
+  if (text.length <= MAX_TOKEN_SHOWN) return text;
+  const end = /[\ud800-\udbff]/.test(text[MAX_TOKEN_SHOWN - 1]) ? MAX_TOKEN_SHOWN - 1 : MAX_TOKEN_SHOWN;
+  return `${text.slice(0, end)}…`;
 }
 
 // Characters that change the direction of the text around them: inside a token they would
@@ -28,7 +43,7 @@ const codePoint = (c) => `⟨U+${c.charCodeAt(0).toString(16).toUpperCase().padS
  */
 export function showToken(text) {
   if (text === '') return '∅';
-  return text.replace(/\n/g, '⏎').replace(/\t/g, '⇥').replace(/^ +| +$/g, (m) => '·'.repeat(m.length))
+  return clipToken(text).replace(/\n/g, '⏎').replace(/\t/g, '⇥').replace(/^ +| +$/g, (m) => '·'.repeat(m.length))
     .replace(BIDI_PATTERN, (c) => `⟨${BIDI_CONTROLS[c]}⟩`).replace(HIDDEN_PATTERN, codePoint);
 }
 
