@@ -68,7 +68,7 @@ let loading = null;
 let sourceName = '';
 let sourceBlob = null;    // the input on display, kept for the parallel pool
 let causal = false;       // the input on display looks like a decoder's (causal masks)
-let shown = null;         // {settings, results, graph} on display
+let shown = null;         // {summary, settings, results, graph} on display
 let generation = 0;
 let running = null;       // {gen, started, long} while a refresh waits for the worker
 let patchImage = null;    // ImageBitmap drawn under the patch grids (read here, never sent)
@@ -309,7 +309,30 @@ function syncControls(s) {
   ui.edgeFilter.value = s.filter;
 }
 
+/**
+ * After a cancel or a failure before anything of a new input was drawn: the views still hold the
+ * previous input's scores, and a redraw would label them with the new input's tokens (a cancel
+ * during a new file's first flow showed the last file's scores under its name). They are emptied.
+ */
+function dropViewOfOtherInput() {
+  if (!shown || shown.summary === summary) return;
+  shown = null;
+  drawnViews = null;
+  graphInfo = null;
+  for (const el of [ui.strips, ui.stripsLegend, ui.heatmaps, ui.heatmapsLegend, ui.graph, ui.bottleneck, ui.patches,
+    ui.meta]) {
+    el.replaceChildren();
+  }
+  ui.patchesPanel.hidden = true;
+  ui.metaPanel.hidden = true;
+  ui.heatmapsSub.textContent = '';
+  ui.stripsSub.textContent = `Nothing is computed for ${sourceName} yet: pick a target or a layer, or press ` +
+    '"Compute all rows", to compute it.';
+  ui.readout.textContent = 'Hover or focus a token to see its exact score.';
+}
+
 function restoreShown() {
+  dropViewOfOtherInput();
   if (!shown) return;
   Object.assign(settings, structuredClone(shown.settings));
   syncControls(settings);
@@ -650,7 +673,7 @@ async function refresh({ all = false, keepRunning = false, gen = 0, focus = null
       cutCache.set(ck, b);
     }
     shown = {
-      settings: s, results, sink,
+      summary, settings: s, results, sink,
       mixed: Array.from({ length: s.layer }, (_, k) => mixed.get(k + 1)),
       bottleneck: cutCache.get(ck),
     };

@@ -374,6 +374,34 @@ test('a bad file shows an error; the previous view stays usable', { timeout: 60_
   await context.close();
 });
 
+test('a cancel before a new file is first drawn empties the views instead of labelling the last file\'s scores with it', { timeout: 60_000 }, async () => {
+  const { page, context, errors } = await openPage();
+  // Cancel at the moment the new input is taken (its name shown), while its first scores compute.
+  await page.evaluate(() => {
+    const info = document.getElementById('input-info');
+    new MutationObserver(() => {
+      if (info.textContent.includes('second.json')) document.getElementById('cancel').click();
+    }).observe(info, { childList: true, characterData: true, subtree: true });
+  });
+  const tokens = ['p', 'q', 'r', 's', 't'];
+  await page.setInputFiles('[data-testid="attention-file"]', { name: 'second.json', mimeType: 'application/json',
+    buffer: Buffer.from(toJson(tokens, randomAttention({ L: 3, H: 2, n: 5, seed: 4 }), 3, 2)) });
+  await page.waitForFunction(() => document.getElementById('status').textContent === 'Cancelled');
+  const after = await page.evaluate(() => ({
+    cells: document.querySelectorAll('[data-testid="token-score"]').length,
+    sub: document.getElementById('strips-sub').textContent,
+    info: document.getElementById('input-info').textContent,
+  }));
+  assert.match(after.info, /second\.json/);
+  assert.equal(after.cells, 0, 'the last file\'s scores are not shown under second.json');
+  assert.match(after.sub, /^Nothing is computed for second\.json yet/);
+  // Any control then computes the new input.
+  await page.selectOption('#target', '2');
+  await waitDone(page, { file: 'second.json', count: 3 * tokens.length, target: 2 });
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
 test('a click on the view still shown while a file is read does not drop the file', { timeout: 60_000 }, async () => {
   const { page, context, errors } = await openPage();
   // Hold the worker's load request for 600 ms, so that the click falls while the file is read.
