@@ -602,6 +602,21 @@ test('a byte changed inside a zip entry or a gzip member fails its CRC-32, as in
   checkSame(await loadAll(unrecorded), { format: 'npz', tokens: DEFAULT_TOKENS });
 });
 
+test('a "meta" nested more than 100 levels deep is left out with a warning (a page could not post it)', async () => {
+  const nested = (depth) => {
+    let meta = {};
+    for (let k = 1; k < depth; k++) meta = { k: meta };
+    return meta;
+  };
+  const input = (depth) => JSON.stringify({ tokens: ['a', 'b'], attentions: [[[[1, 0], [0.5, 0.5]]]], meta: nested(depth) });
+  const kept = await load(input(100));
+  assert.deepEqual(kept.meta, nested(100));
+  assert.deepEqual(kept.warnings, []);
+  const deep = await load(input(2000));  // 2,000 levels: postMessage overflowed the stack
+  assert.equal(deep.meta, undefined);
+  assert.deepEqual(deep.warnings, ['"meta" is nested more than 100 levels deep and was left out (a page could not pass it to its worker)']);
+});
+
 test('unknown content, invalid JSON, nested gzip', async () => {
   await rejects(() => load(new Uint8Array([0, 1, 2, 3, 4, 5, 6, 7, 8, 9])), 'E_FORMAT', 'not a format attnflow reads', '00 01 02');
   await rejects(() => load(new Uint8Array([0, 1, 2, 3]), { name: 'model.safetensors' }), 'E_FORMAT', 'model.safetensors', '.safetensors');

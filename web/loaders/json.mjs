@@ -189,8 +189,26 @@ function describePath(stack) {
  * Builds AttentionData from a parsed JSON value (or an object the caller built).
  * @param {unknown} value @param {{batch?: number, tokens?: string[]}} options
  */
+/** The deepest "meta" kept: a structured clone (postMessage) of 2,000 levels overflowed the stack. */
+const MAX_META_DEPTH = 100;
+
+/** How deeply a JSON value nests, counted without recursion (it may be thousands deep). */
+function nestingDepth(value) {
+  let deepest = 0;
+  const stack = [[value, 1]];
+  while (stack.length) {
+    const [v, depth] = stack.pop();
+    if (v === null || typeof v !== 'object') continue;
+    deepest = Math.max(deepest, depth);
+    if (deepest > MAX_META_DEPTH) break;
+    for (const child of Object.values(v)) stack.push([child, depth + 1]);
+  }
+  return deepest;
+}
+
 export function fromJsonValue(value, options = {}) {
   let att, fileTokens, meta;
+  const warnings = [];
   if (isArr(value)) {
     att = value;
   } else if (value !== null && typeof value === 'object') {
@@ -205,6 +223,11 @@ export function fromJsonValue(value, options = {}) {
     if (meta === null) meta = undefined;
     if (meta !== undefined && (typeof meta !== 'object' || Array.isArray(meta))) {
       fail('E_INPUT', `"meta" must be an object, found ${typeName(meta)}`);
+    }
+    if (meta !== undefined && nestingDepth(meta) > MAX_META_DEPTH) {
+      meta = undefined;
+      warnings.push(`"meta" is nested more than ${MAX_META_DEPTH} levels deep and was left out ` +
+        '(a page could not pass it to its worker)');
     }
   } else {
     fail('E_INPUT', `expected an object with "attentions" or an array, found ${typeName(value)}`);
@@ -292,6 +315,6 @@ export function fromJsonValue(value, options = {}) {
   return makeAttentionData({
     format: depth === 5 ? 'hf-json' : depth === 4 ? 'json' : 'fused-json',
     tokens, numLayers: L, numHeads: H, numTokens: n,
-    readLayer: (l) => layers[l], checked: true, tally, meta,
+    readLayer: (l) => layers[l], checked: true, tally, meta, warnings,
   });
 }
