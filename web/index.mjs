@@ -90,7 +90,11 @@ export class FusedAttention {
     // of input and one of output.
     const bytesNeeded = 8 * (3 * data.numLayers * n * n + valuesPerLayer + n * n);
     if (bytesNeeded > MAX_WASM_BYTES) {
-      fail('E_TOO_LARGE', `this input needs about ${(bytesNeeded / 2 ** 30).toFixed(1)} GB inside the WebAssembly module, more than the ${MAX_WASM_BYTES / 2 ** 30} GB wasm32 allows (${data.numLayers} layers, ${data.fused ? 'pre-fused' : `${data.numHeads} heads`}, ${n} tokens): pre-fuse the heads or use fewer tokens`);
+      // In MB: in GB with one decimal, the boundary read "about 3.5 GB, more than the 3.5 GB".
+      fail('E_TOO_LARGE', `this input needs ${Math.ceil(bytesNeeded / 2 ** 20)} MB inside the WebAssembly module, ` +
+        `more than the ${MAX_WASM_BYTES / 2 ** 20} MB (3.5 GB) wasm32 allows (${data.numLayers} layers, ` +
+        `${data.fused ? 'pre-fused' : `${data.numHeads} heads`}, ${n} tokens): ` +
+        `${data.fused ? 'use fewer tokens or layers' : 'pre-fuse the heads or use fewer tokens'}`);
     }
     const session = new M.Session(n);
     try {

@@ -316,6 +316,11 @@ test('an input beyond wasm32 gets E_TOO_LARGE before any allocation', async () =
     warnings: [], layer: () => { throw new Error('must not be read'); },
   };
   await assert.rejects(FusedAttention.create(huge), { code: 'E_TOO_LARGE', message: /pre-fuse the heads or use fewer tokens/ });
+  // Pre-fused, just past the limit: the figure does not round to the limit itself, and the advice
+  // is not to pre-fuse what is.
+  const prefused = { ...huge, numLayers: 24, numHeads: 0, numTokens: 2520, fused: true };
+  await assert.rejects(FusedAttention.create(prefused), { code: 'E_TOO_LARGE',
+    message: /needs 3586 MB inside the WebAssembly module, more than the 3584 MB \(3\.5 GB\) .*pre-fused, 2520 tokens\): use fewer tokens or layers$/ });
 });
 
 test('discard zeroes the smallest fused weights of each layer before the residual (vit-explain)', async () => {
