@@ -92,7 +92,7 @@ export class FusedAttention {
     if (bytesNeeded > MAX_WASM_BYTES) {
       // In MB: in GB with one decimal, the boundary read "about 3.5 GB, more than the 3.5 GB".
       fail('E_TOO_LARGE', `this input needs ${Math.ceil(bytesNeeded / 2 ** 20)} MB inside the WebAssembly module, ` +
-        `more than the ${MAX_WASM_BYTES / 2 ** 20} MB (3.5 GB) wasm32 allows (${data.numLayers} layers, ` +
+        `more than the ${MAX_WASM_BYTES / 2 ** 20} MB (${MAX_WASM_BYTES / 2 ** 30} GB) wasm32 allows (${data.numLayers} layers, ` +
         `${data.fused ? 'pre-fused' : `${data.numHeads} heads`}, ${n} tokens): ` +
         `${data.fused ? 'use fewer tokens or layers' : 'pre-fuse the heads or use fewer tokens'}`);
     }
