@@ -5,16 +5,20 @@ import { fail } from '../errors.mjs';
 import { checkSize, checkTokens, makeAttentionData } from './data.mjs';
 import { readFloats } from './dtype.mjs';
 
-export const shapeStr = (shape) => `(${shape.join(', ')})`;
+export const shapeStr = (shape) => `(${shape.join(', ')}${shape.length === 1 ? ',' : ''})`;  // as Python prints it
 
 /** Product of the dimensions, refusing header shapes no file could hold. */
 export function shapeCount(shape, what) {
   let c = 1;
   for (const d of shape) {
+    // A dimension of 2^53 or more was rounded when the header was parsed: its digits are lost.
+    if (typeof d === 'number' && d >= 2 ** 53) fail('E_TOO_LARGE', `${what}: a dimension of 2^53 or more in its shape`);
     if (!Number.isSafeInteger(d) || d < 0) fail('E_FORMAT', `${what}: invalid dimension ${JSON.stringify(d)} in shape ${shapeStr(shape)}`);
     c *= d;
   }
-  if (!Number.isSafeInteger(c * 8)) fail('E_FORMAT', `${what}: absurd shape ${shapeStr(shape)}`);
+  // As too large, like a shape that is only too large for wasm32 (a header cannot be checked
+  // against its file's size before its count is known).
+  if (!Number.isSafeInteger(c * 8)) fail('E_TOO_LARGE', `${what}: shape ${shapeStr(shape)} holds more values than any file can`);
   return c;
 }
 
