@@ -47,8 +47,11 @@ export function showToken(text) {
     .replace(BIDI_PATTERN, (c) => `⟨${BIDI_CONTROLS[c]}⟩`).replace(HIDDEN_PATTERN, codePoint);
 }
 
-/** A token as a cell shows it: its visible form, at most 24 characters (longer would widen the page). */
-export const tokenLabel = (text) => ellipsize(showToken(text), 24);
+/**
+ * A token as a cell shows it: its visible form, at most 24 characters (longer would widen the
+ * page), and at most 3 combining marks on a character (a pile of thousands drew a line down the page).
+ */
+export const tokenLabel = (text) => ellipsize(showToken(text).replace(/(\p{M}{3})\p{M}+…?/gu, '$1…'), 24);
 
 /**
  * The label of a token cell whose text (the token itself, as the explorer's test contract says)
