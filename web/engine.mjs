@@ -25,7 +25,8 @@ export function loadModule() {
     modulePromise = null;  // a failed load (e.g. a missing .wasm) may be retried
     throw new AttnflowError('E_OPTION', `the WebAssembly module could not be loaded (${error?.message ?? error}): ` +
       'check that web/wasm/attnflow_wasm.wasm is served next to attnflow_wasm.mjs (as application/wasm), ' +
-      "and that a Content-Security-Policy allows WebAssembly ('wasm-unsafe-eval' in script-src)");
+      "that a Content-Security-Policy allows WebAssembly ('wasm-unsafe-eval' in script-src), and that the " +
+      'browser has WebAssembly SIMD and exception handling (Chrome 95+, Firefox 100+, Safari 16.4+)');
   });
   return modulePromise;
 }

@@ -3,7 +3,8 @@
 import { AttnflowError, fail, shown } from './errors.mjs';
 import { call, loadModule, readDoubles, withAllocation, withDoubles, withInts } from './engine.mjs';
 import {
-  COMPUTE_OPTIONS, checkIndex, checkKnownOptions, checkOptionsObject, checkSameFusion, resolveCompute, resolveFusion,
+  COMPUTE_OPTIONS, checkCallOptions, checkIndex, checkKnownOptions, checkOptionsObject, checkSameFusion, resolveCompute,
+  resolveFusion,
 } from './options.mjs';
 import { Result } from './result.mjs';
 import { MAX_WASM_BYTES } from './loaders/data.mjs';
@@ -62,12 +63,14 @@ export class FusedAttention {
   #module;
   #session;
   #fusion;
+  #numHeads;  // 0 for pre-fused input
   #inFlow = false;  // during a flow call, whose callbacks run JavaScript
 
-  constructor(module, session, tokens, fusion) {
+  constructor(module, session, tokens, fusion, numHeads) {
     this.#module = module;
     this.#session = session;
     this.#fusion = fusion;
+    this.#numHeads = numHeads;
     this.tokens = tokens;
     this.numLayers = session.numLayers();
     this.numTokens = tokens.length;
@@ -120,7 +123,7 @@ export class FusedAttention {
       session.delete();
       throw error;
     }
-    return new FusedAttention(M, session, [...data.tokens], fusion);
+    return new FusedAttention(M, session, [...data.tokens], fusion, data.fused ? 0 : data.numHeads);
   }
 
   #live() {
@@ -135,8 +138,10 @@ export class FusedAttention {
 
   compute(method, options = {}) {
     this.#live();
+    checkCallOptions(options);
+    checkKnownOptions(options, COMPUTE_OPTIONS, 'compute');
     const resolved = resolveCompute(method, options, this);
-    checkSameFusion(options, this.#fusion);
+    checkSameFusion(options, this.#fusion, this.#numHeads);
     const { alpha, discard, layers, rows, normalize, receptiveField } = resolved;
     const n = this.numTokens;
     const perLayer = rows.length * n;

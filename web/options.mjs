@@ -38,7 +38,11 @@ export function checkWorkerCount(count) {
 
 /** The names a computation's options may have (ComputeOptions in index.d.ts). */
 export const COMPUTE_OPTIONS = ['fusion', 'heads', 'alpha', 'discard', 'layers', 'rows', 'normalize',
-  'receptiveField', 'onProgress', 'signal', 'sinkValues', 'sourceFlags', 'requestRows', 'claim', 'into'];
+  'receptiveField', 'onProgress', 'sinkValues', 'sourceFlags', 'requestRows', 'claim', 'into'];
+
+/** Those of a pool's computation (ParallelComputeOptions): it coordinates its workers itself. */
+export const PARALLEL_COMPUTE_OPTIONS = ['fusion', 'heads', 'alpha', 'discard', 'layers', 'rows', 'normalize',
+  'receptiveField', 'onProgress', 'signal'];
 
 /**
  * Throws E_OPTION for an option name that is not in `known` (and not undefined): a misspelt
@@ -93,11 +97,16 @@ export function resolveFusion(options = {}, numHeads) {
  * were fused with, which a compute cannot change (it would get the numbers of the applied one
  * under a request for another). The same fusion is accepted: one object may serve both calls.
  */
-export function checkSameFusion(options, applied) {
+export function checkSameFusion(options, applied, numHeads) {
   if (options.fusion === undefined && options.heads === undefined) return;
   const asked = { fusion: options.fusion ?? applied.fusion, heads: options.heads === undefined ? applied.heads : options.heads };
-  const text = ({ fusion, heads }) => `${shown(fusion)} of ${Array.isArray(heads)
-    ? `heads ${[...heads].sort((a, b) => a - b).join(', ')}` : heads === null ? 'all heads' : shown(heads)}`;
+  const headsText = (heads) => {
+    if (heads === null) return 'all heads';
+    if (!Array.isArray(heads)) return shown(heads);
+    const sorted = [...new Set(heads)].sort((a, b) => a - b);
+    return sorted.length === numHeads && sorted.every((head, k) => head === k) ? 'all heads' : `heads ${sorted.join(', ')}`;
+  };
+  const text = ({ fusion, heads }) => `${shown(fusion)} of ${headsText(heads)}`;
   if (text(asked) !== text(applied)) {
     fail('E_OPTION', `the heads were fused as the ${text(applied)}, which a compute cannot change (got the ` +
       `${text(asked)}): choose the fusion when fusing (FusedAttention.create, ParallelAttention.open, or ` +
@@ -111,7 +120,6 @@ export function resolveCompute(method, options = {}, { numLayers, numTokens }) {
     fail('E_OPTION', `method must be one of ${METHODS.join(', ')} (got ${JSON.stringify(method)})`);
   }
   checkCallOptions(options);
-  checkKnownOptions(options, COMPUTE_OPTIONS, 'compute');
   const alpha = options.alpha ?? DEFAULTS.alpha;
   if (typeof alpha !== 'number' || !(alpha >= 0 && alpha <= 1)) {
     fail('E_OPTION', `alpha must be a number in [0, 1] (got ${shown(alpha)})`);

@@ -41,7 +41,8 @@
 // synchronous WebAssembly call that cannot be interrupted from outside its thread.
 import { AttnflowError, fail } from './errors.mjs';
 import {
-  COMPUTE_OPTIONS, checkCallOptions, checkKnownOptions, checkSameFusion, checkWorkerCount, resolveCompute,
+  PARALLEL_COMPUTE_OPTIONS, checkCallOptions, checkKnownOptions, checkSameFusion, checkWorkerCount,
+  resolveCompute,
 } from './options.mjs';
 import { Result } from './result.mjs';
 
@@ -245,7 +246,7 @@ export class ParallelAttention {
     checkCallOptions(options);
     // A compute's options are accepted too (ComputeOptions extends the fusion's), as computeParallel
     // and FusedAttention.create take them, so one object can serve both.
-    checkKnownOptions(options, ['workers', 'prepare', 'balance', ...COMPUTE_OPTIONS], 'ParallelAttention.open');
+    checkKnownOptions(options, ['workers', 'prepare', 'balance', ...PARALLEL_COMPUTE_OPTIONS], 'ParallelAttention.open');
     const count = options.workers ?? await defaultWorkers();
     checkWorkerCount(count);
     const { signal } = options;
@@ -333,9 +334,11 @@ export class ParallelAttention {
 
   async #compute(method, options) {
     if (this.#closed) fail('E_OPTION', 'this ParallelAttention has been closed');
-    const resolved = resolveCompute(method, options, this);
-    checkSameFusion(options, this.#fusion);
+    checkCallOptions(options);
     if (options.into !== undefined) fail('E_OPTION', 'into works with FusedAttention.compute only: the workers cannot write into memory of this thread');
+    checkKnownOptions(options, PARALLEL_COMPUTE_OPTIONS, 'ParallelAttention.compute');
+    const resolved = resolveCompute(method, options, this);
+    checkSameFusion(options, this.#fusion, this.numHeads);
     const { alpha, discard, layers, rows, normalize, receptiveField } = resolved;
     const n = this.numTokens;
     const tasks = splitWork(method, resolved, this.#workers.length, this.#counter !== null);

@@ -190,7 +190,7 @@ export function renderTokenStrips(container, result, options = {}) {
  * (another layer or row) would otherwise drop a keyboard user's focus to the start of the page.
  */
 function replaceKeepingFocus(container, root, counterpart) {
-  const focused = container.ownerDocument.activeElement;
+  const focused = container.getRootNode().activeElement;  // in a shadow root, its own focused element
   const next = focused && focused !== container && container.contains(focused) ? counterpart(focused) : null;
   container.replaceChildren(root);
   next?.focus();

@@ -158,6 +158,18 @@ test('view: onSelect on click, Enter and Space; arrow keys, Home and End move on
   await page.keyboard.press('ArrowRight');  // the keys go on working in the new view
   await page.keyboard.press('Enter');
   assert.equal(await page.evaluate(() => document.activeElement.dataset.index), '3');
+  // The same inside a shadow root, whose focused element the document does not name.
+  const inShadow = await page.evaluate(() => {
+    const { renderTokenStrips, result } = window.view;
+    const holder = document.body.appendChild(document.createElement('div'));
+    const box = holder.attachShadow({ mode: 'open' }).appendChild(document.createElement('div'));
+    renderTokenStrips(box, result, { layer: 1, rows: [3, 0], onSelect: () => {} });
+    box.querySelector('.attnflow-strip[data-row="0"] [data-index="2"]').focus();
+    renderTokenStrips(box, result, { layer: 2, rows: [3, 0], onSelect: () => {} });
+    const focused = holder.shadowRoot.activeElement;
+    return { row: focused?.closest('.attnflow-strip')?.dataset.row, index: focused?.dataset.index };
+  });
+  assert.deepEqual(inShadow, { row: '0', index: '2' });
 
   // On a right-to-left page the cells run from right to left, and so do the arrow keys.
   await page.evaluate(() => {

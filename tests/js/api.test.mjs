@@ -280,6 +280,9 @@ test('bad options are E_OPTION errors that name the option', async () => {
   assert.throws(() => fusedMax.compute('raw', { fusion: 'mean' }), { code: 'E_OPTION',
     message: /the heads were fused as the "max" of all heads, which a compute cannot change \(got the "mean" of all heads\)/ });
   assert.throws(() => fusedMax.compute('raw', { heads: [2, 0] }), { code: 'E_OPTION', message: /got the "max" of heads 0, 2/ });
+  assert.equal(fusedMax.compute('raw', { heads: [2, 1, 0] }).options.fusion, 'max', 'every head, listed, is all heads');
+  // A signal is a pool's option: FusedAttention.compute is one synchronous call that cannot heed it.
+  assert.throws(() => fusedMax.compute('raw', { signal: new AbortController().signal }), { code: 'E_OPTION', message: /compute has no option "signal"/ });
   assert.equal(fusedMax.compute('raw', { fusion: 'max', heads: null }).options.fusion, 'max');
   fusedMax.dispose();
   await assert.rejects(FusedAttention.create(null), { code: 'E_INPUT', message: /needs the AttentionData/ });

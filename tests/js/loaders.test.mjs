@@ -647,6 +647,10 @@ test('gzip members joined end to end, or zero padding after the data: refused wi
     return new Uint8Array([...gzipSync(bytes.subarray(0, half)), ...gzipSync(bytes.subarray(half))]);
   };
   const padded = (bytes) => new Uint8Array([...gzipSync(bytes), ...new Uint8Array(512)]);
+  // A gzip of an empty file ends in a trailer of zeros too (CRC 0, size 0): it is empty, not padded.
+  const empty = gzipSync(new Uint8Array(0), { filename: 'x'.repeat(80) });
+  assert.ok(empty.length > 64);
+  await rejects(() => load(empty, { name: 'e.gz' }), 'E_INPUT', 'empty input');
   for (const name of ['canonical.json', 'att_f32.npy']) {
     await rejects(() => loadAll(joined(file(name)), { name: 'a.gz' }), 'E_FORMAT',
       'a.gz: the gzip data holds several members', 'gunzip -c FILE | gzip > NEW.gz');
@@ -797,6 +801,8 @@ test('safetensors header problems', async () => {
     'E_FORMAT', 'needs 16 bytes');
   await rejects(() => load(st({ attentions: { dtype: 'F32', shape: [1, 1, 2, 2], data_offsets: [0, 16] },
     __metadata__: { tokens: 'a b' } }, f32)), 'E_INPUT', '__metadata__.tokens is not valid JSON');
+  await rejects(() => load(st({ attentions: { dtype: 'F32', shape: [1, 1, 2, 2], data_offsets: [0, 16] },
+    __metadata__: { tokens: ['a', 'b'] } }, f32)), 'E_INPUT', '__metadata__.tokens must be a JSON string (write it with json.dumps');
   await rejects(() => load(st({ attentions: { dtype: 'F32', shape: [1, 1, 2, 2], data_offsets: [0, 16] },
     __metadata__: { tokens: '["a", 2]' } }, f32)), 'E_INPUT', 'tokens[1] is a number');
   await rejects(() => load(st({ attentions: { dtype: 'F16', shape: [48, 64, 30000, 30000], data_offsets: [0, 16] } }, f32)),

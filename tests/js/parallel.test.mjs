@@ -369,6 +369,8 @@ test('options that are not an object, a callback that is not a function, a signa
     await assert.rejects(pool.compute('flow', { onProgress: 5 }), { code: 'E_OPTION', message: /onProgress must be a function/ });
     await assert.rejects(pool.compute('flow', { signal: {} }), { code: 'E_OPTION', message: /signal must be an AbortSignal/ });
     await assert.rejects(pool.compute('raw', { fusion: 'min' }), { code: 'E_OPTION', message: /fused as the "mean" of all heads/ });
+    // The options by which workers share a request are the pool's own business.
+    await assert.rejects(pool.compute('flow', { claim: () => 0 }), { code: 'E_OPTION', message: /ParallelAttention.compute has no option "claim"/ });
     assert.equal((await pool.compute('flow', {})).scores.length, SMALL.tokens * SMALL.tokens, 'the pool still works');
   } finally {
     pool.close();

@@ -144,7 +144,8 @@ function loadGzip(source, opts, gzDepth) {
   // it a layer at a time: a file that needs a second full pass is refused with what to do.
   const recompress = 'which attnflow does not read: decompress it and compress it again as one ' +
     '(gunzip -c FILE | gzip > NEW.gz)';
-  if (t.every((byte) => byte === 0) && source.size > 64) {
+  // 16 zero bytes: a trailer of zeros alone is also a valid gzip of an empty file.
+  if (source.size > 64 && source.read(source.size - 16, 16).every((byte) => byte === 0)) {
     fail('E_FORMAT', `${pre}the gzip data ends in zero bytes (padding after its end?), ${recompress}`);
   }
   if (isize > source.size * 1032 + 1024) corrupt('its size trailer is impossible');
@@ -217,6 +218,7 @@ export function streamCollector(name) {
   const decide = (first) => {
     const format = detectFormat(first);
     if (format === null && textStart(first) < first.length) notAFormat(first, name);
+    if (format === 'pickle') loadSource(bytesSource(first), { name }, 0);  // refused with its own message
     limit = format === null || format === 'json' ? MAX_JSON_BYTES : MAX_STREAM_BYTES;
   };
   return {

@@ -185,10 +185,6 @@ function describePath(stack) {
   return { path, loc };
 }
 
-/**
- * Builds AttentionData from a parsed JSON value (or an object the caller built).
- * @param {unknown} value @param {{batch?: number, tokens?: string[]}} options
- */
 /** The deepest "meta" kept: a structured clone (postMessage) of 2,000 levels overflowed the stack. */
 const MAX_META_DEPTH = 100;
 
@@ -206,6 +202,10 @@ function nestingDepth(value) {
   return deepest;
 }
 
+/**
+ * Builds AttentionData from a parsed JSON value (or an object the caller built).
+ * @param {unknown} value @param {{batch?: number, tokens?: string[]}} options
+ */
 export function fromJsonValue(value, options = {}) {
   let att, fileTokens, meta;
   const warnings = [];

@@ -66,6 +66,9 @@ export function loadSafetensors(source, options, name) {
   }
   if (header === null || typeof header !== 'object' || Array.isArray(header)) fail('E_FORMAT', `${what}: the safetensors header is not an object`);
   const md = header.__metadata__ ?? {};
+  if (md?.tokens !== undefined && typeof md.tokens !== 'string') {
+    fail('E_INPUT', `${what}: __metadata__.tokens must be a JSON string (write it with json.dumps(tokens))`);
+  }
   if (typeof md !== 'object' || Array.isArray(md) || Object.values(md).some((v) => typeof v !== 'string')) {
     fail('E_FORMAT', `${what}: the safetensors __metadata__ must be an object of strings`);
   }
@@ -96,7 +99,6 @@ export function loadSafetensors(source, options, name) {
   const dataStart = 8 + hlen;
   let tokens;
   if (md.tokens !== undefined) {
-    if (typeof md.tokens !== 'string') fail('E_INPUT', `${what}: __metadata__.tokens must be a JSON string`);
     try { tokens = JSON.parse(md.tokens); } catch {
       fail('E_INPUT', `${what}: __metadata__.tokens is not valid JSON (write it with json.dumps(tokens))`);
     }

@@ -49,9 +49,10 @@ export function showToken(text) {
 
 /**
  * A token as a cell shows it: its visible form, at most 24 characters (longer would widen the
- * page), and at most 3 combining marks on a character (a pile of thousands drew a line down the page).
+ * page), and at most 8 non-spacing marks in a row (a pile of thousands drew a line down the page;
+ * Myanmar and pointed Hebrew put up to 4 on a letter, so fewer would cut real words).
  */
-export const tokenLabel = (text) => ellipsize(showToken(text).replace(/(\p{M}{3})\p{M}+…?/gu, '$1…'), 24);
+export const tokenLabel = (text) => ellipsize(showToken(text).replace(/(\p{Mn}{8})\p{Mn}+…?/gu, '$1…'), 24);
 
 /**
  * The label of a token cell whose text (the token itself, as the explorer's test contract says)
