@@ -35,7 +35,7 @@ if (early.values.timing === true) {
 }
 const { AttnflowError, FusedAttention, init, loadAttention } = await import('./index.mjs');
 const { openAttentionFile } = await import('./node.mjs');
-const { DEFAULTS, METHODS, checkWorkerCount, parseListOption } = await import('./options.mjs');
+const { DEFAULTS, METHODS, checkWorkerCount, parseListOption, resolveCompute } = await import('./options.mjs');
 const { fail } = await import('./errors.mjs');
 const { streamCollector } = await import('./loaders/index.mjs');
 
@@ -221,6 +221,9 @@ async function main() {
   // The graph (residual-mixed layers) and, for a flow at one layer, its exact solvers are built as
   // part of loading, like the heads' fusion: the benchmark times peers on graphs already built,
   // and attnflow on warm calls that reuse them.
+  // Checked as the compute will check them first, so that a bad --layers or --rows is named as
+  // such (prepare, which takes a single layer, called it "layer").
+  resolveCompute(command.method, command.options, fused);
   if (command.method !== 'raw') fused.prepare(preparation(command));
   // Binary formats check values as layers are read, so warnings are complete only after fusion.
   for (const warning of data.warnings) process.stderr.write(`attnflow: warning: ${oneLine(warning)}\n`);

@@ -213,6 +213,7 @@ const BAD = [
   ['negative batch', ['flow', '@GOOD', '--batch', '-1'], /^attnflow: --batch must be a non-negative integer \(got -1\)/],
   ['row out of range', ['flow', '@GOOD', '--rows', '3'], /rows: 3 is out of range/],
   ['layer out of range', ['flow', '@GOOD', '--layers', '0'], /layers: 0 is out of range/],
+  ['layer past the last', ['flow', '@GOOD', '--layers', '9'], /layers: 9 is out of range \(layers \(1-based\) 1\.\.2\)/],
   ['bad list', ['flow', '@GOOD', '--rows', '1,x'], /--rows must be/],
   ['head out of range', ['flow', '@GOOD', '--heads', '2'], /heads: 2 is out of range/],
   ['bad fusion', ['flow', '@GOOD', '--fusion', 'median'], /fusion must be one of mean, max, min/],
