@@ -1,6 +1,7 @@
 // Exports: views as SVG (serialised as they are drawn: presentation attributes only, no external
 // CSS) and PNG (the same SVG rasterised through a blob: image on a canvas, at 2x), scores as JSON
 // and CSV. Everything happens locally; files are offered as downloads.
+import { LONE_SURROGATE } from '../web/view/labels.mjs';
 
 export function download(blob, filename) {
   const url = URL.createObjectURL(blob);
@@ -16,7 +17,7 @@ export function download(blob, filename) {
 // Characters XML 1.0 does not allow, which XMLSerializer writes as they are: a file holding one
 // does not parse (nor rasterise for the PNG). Views show tokens through showToken(), which names
 // them; this keeps any other text from breaking an export.
-const NOT_XML = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+const NOT_XML = new RegExp(`[\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\ufffe\\uffff]|${LONE_SURROGATE}`, 'g');
 
 export function svgString(svgEl) {
   const clone = svgEl.cloneNode(true);

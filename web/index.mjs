@@ -3,7 +3,7 @@
 import { AttnflowError, fail, shown } from './errors.mjs';
 import { call, loadModule, readDoubles, withAllocation, withDoubles, withInts } from './engine.mjs';
 import {
-  COMPUTE_OPTIONS, checkCallOptions, checkIndex, checkKnownOptions, checkOptionsObject, checkSameFusion, resolveCompute,
+  COMPUTE_OPTIONS, checkIndex, checkKnownOptions, checkOptionsObject, checkSameFusion, resolveCompute,
   resolveFusion,
 } from './options.mjs';
 import { Result } from './result.mjs';
@@ -138,9 +138,8 @@ export class FusedAttention {
 
   compute(method, options = {}) {
     this.#live();
-    checkCallOptions(options);
+    const resolved = resolveCompute(method, options, this);  // checks the options object first
     checkKnownOptions(options, COMPUTE_OPTIONS, 'compute');
-    const resolved = resolveCompute(method, options, this);
     checkSameFusion(options, this.#fusion, this.#numHeads);
     const { alpha, discard, layers, rows, normalize, receptiveField } = resolved;
     const n = this.numTokens;

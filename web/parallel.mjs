@@ -334,10 +334,9 @@ export class ParallelAttention {
 
   async #compute(method, options) {
     if (this.#closed) fail('E_OPTION', 'this ParallelAttention has been closed');
-    checkCallOptions(options);
+    const resolved = resolveCompute(method, options, this);  // checks the options object first
     if (options.into !== undefined) fail('E_OPTION', 'into works with FusedAttention.compute only: the workers cannot write into memory of this thread');
     checkKnownOptions(options, PARALLEL_COMPUTE_OPTIONS, 'ParallelAttention.compute');
-    const resolved = resolveCompute(method, options, this);
     checkSameFusion(options, this.#fusion, this.numHeads);
     const { alpha, discard, layers, rows, normalize, receptiveField } = resolved;
     const n = this.numTokens;

@@ -136,7 +136,8 @@ function loadGzip(source, opts, gzDepth) {
   if (source.size < 18) fail('E_FORMAT', `${pre}the gzip data is truncated (${source.size} bytes)`);
   // The trailer: the content's CRC-32, then ISIZE, its size. A truncated file makes it garbage,
   // and deflate cannot expand more than ~1032:1, so refuse an impossible size before allocating.
-  const t = source.read(source.size - 8, 8);
+  const tail = source.read(source.size - 16, 16);
+  const t = tail.subarray(8);
   const u32 = (p) => (t[p] | (t[p + 1] << 8) | (t[p + 2] << 16)) + t[p + 3] * 2 ** 24;
   const expected = u32(0), isize = u32(4);
   // Python reads the two layouts below too, but only the last member's trailer can be found
@@ -145,7 +146,7 @@ function loadGzip(source, opts, gzDepth) {
   const recompress = 'which attnflow does not read: decompress it and compress it again as one ' +
     '(gunzip -c FILE | gzip > NEW.gz)';
   // 16 zero bytes: a trailer of zeros alone is also a valid gzip of an empty file.
-  if (source.size > 64 && source.read(source.size - 16, 16).every((byte) => byte === 0)) {
+  if (source.size > 64 && tail.every((byte) => byte === 0)) {
     fail('E_FORMAT', `${pre}the gzip data ends in zero bytes (padding after its end?), ${recompress}`);
   }
   if (isize > source.size * 1032 + 1024) corrupt('its size trailer is impossible');

@@ -33,7 +33,9 @@ const BIDI_PATTERN = new RegExp(`[${Object.keys(BIDI_CONTROLS).join('')}]`, 'g')
 // Other characters that show as nothing or as a box, or that XML 1.0 does not allow (an SVG
 // export holding one would not open): C0 and C1 controls, zero-width characters, noncharacters
 // U+FFFE/U+FFFF and lone surrogates. Shown by code point.
-const HIDDEN_PATTERN = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u00ad\u200b-\u200d\u2060\ufeff\ufffe\uffff]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+/** A UTF-16 surrogate without its pair: a JavaScript string may hold one, XML and UTF-8 cannot. */
+export const LONE_SURROGATE = '[\\ud800-\\udbff](?![\\udc00-\\udfff])|(?<![\\ud800-\\udbff])[\\udc00-\\udfff]';
+const HIDDEN_PATTERN = new RegExp(`[\\u0000-\\u0008\\u000b-\\u001f\\u007f-\\u009f\\u00ad\\u200b-\\u200d\\u2060\\ufeff\\ufffe\\uffff]|${LONE_SURROGATE}`, 'g');
 const codePoint = (c) => `⟨U+${c.charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}⟩`;
 
 /**
